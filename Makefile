@@ -1,0 +1,38 @@
+# rlkit_td3: set-up commands. `make demo` trains a short TD3 run; `make test` runs the suite and builds the docs.
+PYTHON ?= python3
+VENV ?= .venv
+TORCH_SPEC ?= torch==2.13.0
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: install demo test lint docs bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+
+$(STAMP): $(BIN)/python pyproject.toml
+	$(BIN)/pip install --quiet "$(TORCH_SPEC)"
+	$(BIN)/pip install --quiet -e ".[test,box2d,mujoco,video]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/python -m rlkit_td3.demo --out demo_output
+
+test: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/python -m pytest -q
+	$(BIN)/mkdocs build --strict --site-dir site
+
+docs: $(STAMP)
+	$(BIN)/mkdocs build --strict --site-dir site
+
+bench: $(STAMP)
+	$(BIN)/pip install --quiet -e ".[benchmark]"
+	$(BIN)/python benchmarks/sb3_side_by_side.py
+
+clean:
+	rm -rf site demo_output .pytest_cache
