@@ -1,0 +1,16 @@
+"""Replay buffers. Custom buffers subclass :class:`ReplayBuffer` and keep its constructor signature."""
+
+from rlkit_td3.buffers.replay_buffer import ReplayBuffer, ReplayBufferSamples
+
+BUFFER_REGISTRY: dict[str, type[ReplayBuffer]] = {"ReplayBuffer": ReplayBuffer}
+"""Buffer classes a saved model may name; add your own with :func:`register_buffer`."""
+
+
+def register_buffer(name: str, cls: type[ReplayBuffer]) -> None:
+    """Make ``cls`` loadable by ``name`` from a saved model."""
+    if not (isinstance(cls, type) and issubclass(cls, ReplayBuffer)):
+        raise TypeError(f"cls must be a ReplayBuffer subclass, got {cls!r}")
+    BUFFER_REGISTRY[name] = cls
+
+
+__all__ = ["BUFFER_REGISTRY", "ReplayBuffer", "ReplayBufferSamples", "register_buffer"]

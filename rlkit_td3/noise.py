@@ -1,0 +1,252 @@
+"""Exploration noise, added to the actor's output in normalised action units ([-1, 1] per dimension).
+
+Each noise owns a seedable :class:`numpy.random.Generator` and has :meth:`ActionNoise.reset`, called
+at the end of every episode. ``sigma`` may decay exponentially with the number of draws,
+``sigma_t = max(sigma_0 * decay**t, min_sigma)`` (the decaying exploration of the seeds' runs).
+For vector envs the algorithm wraps a single-env noise in :class:`VectorizedActionNoise`, which keeps
+one independent copy per env.
+"""
+
+from __future__ import annotations
+
+import copy
+from abc import ABC, abstractmethod
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+
+def _as_vector(value: Any, name: str) -> np.ndarray:
+    arr = np.asarray(value, dtype=np.float64)
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"{name} must be a non-empty 1-D array (one entry per action dimension), got {value!r}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    return arr
+
+
+class ActionNoise(ABC):
+    """Base class of exploration noises: ``noise()`` returns one sample of shape ``(action_dim,)``."""
+
+    def __init__(self, seed: int | None = None) -> None:
+        self._rng = np.random.default_rng(seed)
+
+    def seed(self, seed: int | None) -> None:
+        """Re-seed the noise's own random generator."""
+        self._rng = np.random.default_rng(seed)
+
+    def reset(self) -> None:  # noqa: B027  (a no-op default is the intended behaviour)
+        """Called at the end of an episode. Stateless noises need not override it."""
+
+    @abstractmethod
+    def __call__(self) -> np.ndarray:
+        """Draw one noise sample (float32, shape ``(action_dim,)``)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON description used by ``save``; subclasses override it to be saved without pickle."""
+        raise NotImplementedError(f"{type(self).__name__} has no JSON description")
+
+
+class _DecayingSigma:
+    """Shared σ bookkeeping for the two built-in noises."""
+
+    def _init_sigma(self, sigma: Any, decay: float, min_sigma: float) -> None:
+        if not 0.0 < decay <= 1.0:
+            raise ValueError(f"decay must be in (0, 1], got {decay!r}")
+        if min_sigma < 0.0:
+            raise ValueError(f"min_sigma must be >= 0, got {min_sigma!r}")
+        self._sigma0 = _as_vector(sigma, "sigma")
+        if np.any(self._sigma0 < 0):
+            raise ValueError(f"sigma must be >= 0, got {sigma!r}")
+        self.decay = float(decay)
+        self.min_sigma = float(min_sigma)
+        self.n_draws = 0
+
+    @property
+    def sigma(self) -> np.ndarray:
+        """The current standard deviation, after ``n_draws`` decays."""
+        if self.decay == 1.0:
+            return self._sigma0
+        return np.maximum(self._sigma0 * self.decay**self.n_draws, self.min_sigma)
+
+
+class NormalActionNoise(_DecayingSigma, ActionNoise):
+    """Independent Gaussian noise N(mean, sigma²) per action dimension.
+
+    Args:
+        mean: mean per action dimension.
+        sigma: standard deviation per action dimension, in normalised units (0.1 = 5% of the range).
+        decay: multiply sigma by this factor after every draw (1.0 = constant).
+        min_sigma: lower bound for the decayed sigma.
+        seed: seed of the noise's own generator.
+    """
+
+    def __init__(
+        self,
+        mean: Any,
+        sigma: Any,
+        *,
+        decay: float = 1.0,
+        min_sigma: float = 0.0,
+        seed: int | None = None,
+    ) -> None:
+        super().__init__(seed)
+        self.mean = _as_vector(mean, "mean")
+        self._init_sigma(sigma, decay, min_sigma)
+        if self.mean.shape != self._sigma0.shape:
+            raise ValueError(f"mean and sigma must have the same shape, got {self.mean.shape} and {self._sigma0.shape}")
+
+    def __call__(self) -> np.ndarray:
+        sample = self._rng.normal(self.mean, self.sigma)
+        self.n_draws += 1
+        return sample.astype(np.float32)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "type": "NormalActionNoise",
+            "mean": self.mean.tolist(),
+            "sigma": self._sigma0.tolist(),
+            "decay": self.decay,
+            "min_sigma": self.min_sigma,
+        }
+
+    def __repr__(self) -> str:
+        return f"NormalActionNoise(mean={self.mean}, sigma={self.sigma})"
+
+
+class OrnsteinUhlenbeckActionNoise(_DecayingSigma, ActionNoise):
+    """Temporally correlated Ornstein-Uhlenbeck noise, as in the DDPG paper (Lillicrap et al. 2016).
+
+    ``x_{t+1} = x_t + theta * (mean - x_t) * dt + sigma * sqrt(dt) * N(0, 1)``.
+
+    Args:
+        mean: long-run mean per action dimension.
+        sigma: diffusion scale per action dimension.
+        theta: rate of mean reversion (DDPG paper: 0.15).
+        dt: time step of the discretisation.
+        initial_noise: the state after ``reset()``; zeros when omitted.
+        decay, min_sigma, seed: as for :class:`NormalActionNoise`.
+    """
+
+    def __init__(
+        self,
+        mean: Any,
+        sigma: Any,
+        theta: float = 0.15,
+        dt: float = 1e-2,
+        initial_noise: Any | None = None,
+        *,
+        decay: float = 1.0,
+        min_sigma: float = 0.0,
+        seed: int | None = None,
+    ) -> None:
+        super().__init__(seed)
+        self.mean = _as_vector(mean, "mean")
+        self._init_sigma(sigma, decay, min_sigma)
+        if theta <= 0 or dt <= 0:
+            raise ValueError(f"theta and dt must be > 0, got theta={theta!r}, dt={dt!r}")
+        self.theta = float(theta)
+        self.dt = float(dt)
+        self.initial_noise = None if initial_noise is None else _as_vector(initial_noise, "initial_noise")
+        self.reset()
+
+    def __call__(self) -> np.ndarray:
+        step = self._rng.standard_normal(self.mean.shape)
+        self._state = (
+            self._state + self.theta * (self.mean - self._state) * self.dt + self.sigma * np.sqrt(self.dt) * step
+        )
+        self.n_draws += 1
+        return self._state.astype(np.float32)
+
+    def reset(self) -> None:
+        self._state = np.zeros_like(self.mean) if self.initial_noise is None else self.initial_noise.copy()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "type": "OrnsteinUhlenbeckActionNoise",
+            "mean": self.mean.tolist(),
+            "sigma": self._sigma0.tolist(),
+            "theta": self.theta,
+            "dt": self.dt,
+            "initial_noise": None if self.initial_noise is None else self.initial_noise.tolist(),
+            "decay": self.decay,
+            "min_sigma": self.min_sigma,
+        }
+
+    def __repr__(self) -> str:
+        return f"OrnsteinUhlenbeckActionNoise(mean={self.mean}, sigma={self.sigma}, theta={self.theta})"
+
+
+class VectorizedActionNoise(ActionNoise):
+    """One independent copy of ``base_noise`` per env; ``noise()`` returns shape ``(n_envs, action_dim)``.
+
+    The copies are deep copies (the caller's object is not used or changed), each re-seeded from
+    ``seed`` with independent streams.
+    """
+
+    def __init__(self, base_noise: ActionNoise, n_envs: int, seed: int | None = None) -> None:
+        if not isinstance(base_noise, ActionNoise):
+            raise TypeError(f"base_noise must be an ActionNoise, got {type(base_noise).__name__}")
+        if isinstance(base_noise, VectorizedActionNoise):
+            raise TypeError("base_noise must be a single-env noise, not a VectorizedActionNoise")
+        if not isinstance(n_envs, int) or n_envs < 1:
+            raise ValueError(f"n_envs must be a positive int, got {n_envs!r}")
+        super().__init__(seed)
+        self.base_noise = base_noise
+        self.n_envs = n_envs
+        self.noises = [copy.deepcopy(base_noise) for _ in range(n_envs)]
+        self.seed(seed)
+
+    def seed(self, seed: int | None) -> None:
+        children = np.random.SeedSequence(seed).spawn(self.n_envs) if seed is not None else [None] * self.n_envs
+        for noise, child in zip(self.noises, children):
+            noise.seed(None if child is None else int(child.generate_state(1)[0]))
+
+    def reset(self, indices: Iterable[int] | None = None) -> None:
+        """Reset the copies of the given envs (all when ``indices`` is None)."""
+        for i in range(self.n_envs) if indices is None else indices:
+            self.noises[i].reset()
+
+    def __call__(self) -> np.ndarray:
+        return np.stack([noise() for noise in self.noises])
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": "VectorizedActionNoise", "base_noise": self.base_noise.to_dict(), "n_envs": self.n_envs}
+
+    def __repr__(self) -> str:
+        return f"VectorizedActionNoise({self.base_noise!r}, n_envs={self.n_envs})"
+
+
+def noise_from_dict(spec: dict[str, Any]) -> ActionNoise:
+    """Rebuild a built-in noise from its :meth:`ActionNoise.to_dict` description.
+
+    Raises:
+        ValueError: unknown type or malformed description.
+    """
+    if not isinstance(spec, dict):
+        raise ValueError(f"malformed action noise description {spec!r}")
+    kwargs = {k: v for k, v in spec.items() if k != "type"}
+    kind = spec.get("type")
+    try:
+        if kind == "NormalActionNoise":
+            return NormalActionNoise(**kwargs)
+        if kind == "OrnsteinUhlenbeckActionNoise":
+            return OrnsteinUhlenbeckActionNoise(**kwargs)
+        if kind == "VectorizedActionNoise":
+            return VectorizedActionNoise(noise_from_dict(kwargs["base_noise"]), int(kwargs["n_envs"]))
+    except (TypeError, KeyError) as exc:
+        raise ValueError(f"malformed action noise description {spec!r}") from exc
+    raise ValueError(
+        f"unknown action noise type {kind!r}; allowed: NormalActionNoise, OrnsteinUhlenbeckActionNoise, "
+        "VectorizedActionNoise (pass other noises to load() through custom_objects)"
+    )
+
+
+__all__ = [
+    "ActionNoise",
+    "NormalActionNoise",
+    "OrnsteinUhlenbeckActionNoise",
+    "VectorizedActionNoise",
+    "noise_from_dict",
+]

@@ -1,0 +1,99 @@
+"""Learning-rate schedules.
+
+A schedule maps the *remaining progress* of a ``learn()`` call (1 at the start, 0 at the end,
+as in Stable-Baselines3) to a value. A plain float is a constant schedule. The two classes here
+can be described in JSON, so a saved model stores them declaratively; any other callable works
+while training but is only saved through the pickle fallback (see :mod:`rlkit_td3.serialization`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Union
+
+Schedule = Callable[[float], float]
+"""A function of the remaining progress (1 → 0) returning a value."""
+
+ScheduleLike = Union[float, Schedule]
+
+
+@dataclass(frozen=True)
+class ConstantSchedule:
+    """Always returns ``value``."""
+
+    value: float
+
+    def __call__(self, progress_remaining: float) -> float:
+        return self.value
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON description of the schedule."""
+        return {"type": "constant", "value": self.value}
+
+
+@dataclass(frozen=True)
+class LinearSchedule:
+    """Linear interpolation from ``start`` to ``end`` over the first ``end_fraction`` of training.
+
+    After that fraction the value stays at ``end`` (the RL Zoo's ``lin_7e-4`` is
+    ``LinearSchedule(7e-4, 0.0)``).
+    """
+
+    start: float
+    end: float = 0.0
+    end_fraction: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.end_fraction <= 1.0:
+            raise ValueError(f"end_fraction must be in (0, 1], got {self.end_fraction!r}")
+
+    def __call__(self, progress_remaining: float) -> float:
+        elapsed = 1.0 - progress_remaining
+        if elapsed >= self.end_fraction:
+            return self.end
+        return self.start + (self.end - self.start) * elapsed / self.end_fraction
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON description of the schedule."""
+        return {"type": "linear", "start": self.start, "end": self.end, "end_fraction": self.end_fraction}
+
+
+def as_schedule(value: ScheduleLike, name: str = "learning_rate") -> Schedule:
+    """Turn a float into a :class:`ConstantSchedule`; return callables unchanged.
+
+    Raises:
+        TypeError: ``value`` is neither a number nor callable.
+        ValueError: ``value`` is a number that is not positive and finite.
+    """
+    if callable(value):
+        return value
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a float or a schedule callable, got {value!r}")
+    if not (value > 0.0 and value < float("inf")):
+        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+    return ConstantSchedule(float(value))
+
+
+def schedule_to_dict(schedule: Schedule) -> dict[str, Any] | None:
+    """JSON description of a built-in schedule, or ``None`` for an arbitrary callable."""
+    if isinstance(schedule, (ConstantSchedule, LinearSchedule)):
+        return schedule.to_dict()
+    return None
+
+
+def schedule_from_dict(spec: dict[str, Any]) -> Schedule:
+    """Rebuild a schedule from :func:`schedule_to_dict` output.
+
+    Raises:
+        ValueError: the description names an unknown schedule type or lacks fields.
+    """
+    kind = spec.get("type") if isinstance(spec, dict) else None
+    try:
+        if kind == "constant":
+            return ConstantSchedule(float(spec["value"]))
+        if kind == "linear":
+            return LinearSchedule(float(spec["start"]), float(spec["end"]), float(spec["end_fraction"]))
+    except (KeyError, TypeError) as exc:
+        raise ValueError(f"malformed schedule description {spec!r}") from exc
+    raise ValueError(f"unknown schedule description {spec!r}; allowed types: 'constant', 'linear'")

@@ -1,0 +1,219 @@
+"""The model file format, and atomic file writes.
+
+A saved model is one zip archive:
+
+``metadata.json``
+    JSON: format name and version, library version, algorithm class, hyperparameters, the
+    observation and action spaces, counters, policy class and kwargs, schedules and noise, and the
+    versions of Python, torch, numpy and gymnasium that wrote it.
+``policy.pth``, ``actor_optimizer.pth``, ``critic_optimizer.pth``
+    ``torch.save`` state dicts, read back with ``torch.load(weights_only=True)``.
+``pickled.pkl`` (only when needed)
+    cloudpickle of the few objects JSON cannot describe (a lambda learning-rate schedule, a custom
+    noise without ``to_dict``). ``load`` refuses to read it unless ``allow_pickle=True``.
+
+Classes (activation functions, optimizers, policies, buffers) are stored by name and found again in
+``torch.nn``, ``torch.optim`` or the library's registries; anything else must be passed to ``load``
+through ``custom_objects``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import tempfile
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+import torch
+from gymnasium import spaces
+
+FORMAT_NAME = "rlkit_td3"
+FORMAT_VERSION = 1
+METADATA_ENTRY = "metadata.json"
+PICKLE_ENTRY = "pickled.pkl"
+
+
+class ModelFileError(ValueError):
+    """A model file is unreadable, inconsistent, or asks for something loading does not allow."""
+
+
+@contextlib.contextmanager
+def atomic_write(path: str | os.PathLike[str]) -> Iterator[IO[bytes]]:
+    """Open a temporary file beside ``path``; on success flush, fsync and rename it onto ``path``.
+
+    A crash leaves either the previous file or the new one under ``path``, never half of one.
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    with contextlib.suppress(OSError):  # make the rename itself durable where the OS allows it
+        dir_fd = os.open(target.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+
+# ---------------------------------------------------------------------------- spaces
+def _float_list(array: np.ndarray) -> list[Any]:
+    """Flat list of floats, with infinities as the strings "inf" / "-inf" (valid JSON)."""
+    return [float(x) if np.isfinite(x) else ("inf" if x > 0 else "-inf") for x in array.ravel()]
+
+
+def space_to_dict(space: spaces.Space) -> dict[str, Any]:
+    """JSON description of a Box space (the only kind the algorithms accept)."""
+    if not isinstance(space, spaces.Box):
+        raise TypeError(f"only Box spaces can be saved, got {space!r}")
+    return {
+        "type": "Box",
+        "shape": list(space.shape),
+        "dtype": str(space.dtype),
+        "low": _float_list(space.low.astype(np.float64)),
+        "high": _float_list(space.high.astype(np.float64)),
+    }
+
+
+def space_from_dict(spec: dict[str, Any]) -> spaces.Box:
+    """Rebuild a Box from :func:`space_to_dict` output."""
+    try:
+        if spec["type"] != "Box":
+            raise ModelFileError(f"unsupported space type {spec['type']!r}")
+        dtype = np.dtype(spec["dtype"])
+        shape = tuple(int(d) for d in spec["shape"])
+        low = np.asarray(spec["low"], dtype=np.float64).reshape(shape).astype(dtype)
+        high = np.asarray(spec["high"], dtype=np.float64).reshape(shape).astype(dtype)
+        return spaces.Box(low=low, high=high, shape=shape, dtype=dtype)
+    except ModelFileError:
+        raise
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ModelFileError(f"malformed space description: {exc}") from exc
+
+
+def spaces_equal(a: spaces.Space, b: spaces.Space) -> bool:
+    """Same type, shape and bounds (dtype differences between float types are tolerated)."""
+    if type(a) is not type(b) or a.shape != b.shape:
+        return False
+    if isinstance(a, spaces.Box):
+        return bool(np.array_equal(a.low, b.low) and np.array_equal(a.high, b.high))
+    return a == b
+
+
+# ---------------------------------------------------------------------------- classes by name
+def class_to_name(cls: type, registry: dict[str, type] | None = None) -> str:
+    """Name under which ``cls`` is stored: its registry key, ``torch.nn.X``/``torch.optim.X``, or
+    ``module:qualname`` for user classes (which ``load`` then needs through ``custom_objects``)."""
+    for name, registered in (registry or {}).items():
+        if registered is cls:
+            return name
+    for prefix, module in (("torch.nn.", torch.nn), ("torch.optim.", torch.optim)):
+        if getattr(module, cls.__name__, None) is cls:
+            return prefix + cls.__name__
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+def class_from_name(name: str, registry: dict[str, type] | None = None, what: str = "class") -> type:
+    """Inverse of :func:`class_to_name` for registered names and torch classes.
+
+    Raises:
+        ModelFileError: the name is not a registered or torch class; user classes are not imported.
+    """
+    if not isinstance(name, str):
+        raise ModelFileError(f"{what} must be stored as a name, got {name!r}")
+    if registry and name in registry:
+        return registry[name]
+    for prefix, module in (("torch.nn.", torch.nn), ("torch.optim.", torch.optim)):
+        if name.startswith(prefix):
+            cls = getattr(module, name[len(prefix) :], None)
+            if isinstance(cls, type):
+                return cls
+    raise ModelFileError(
+        f"the file names {what} {name!r}, which is neither built in nor registered; "
+        f"pass it to load() through custom_objects"
+    )
+
+
+# ---------------------------------------------------------------------------- zip archive
+def write_model_zip(
+    path: str | os.PathLike[str],
+    metadata: dict[str, Any],
+    tensors: dict[str, Any],
+    pickled: dict[str, Any] | None = None,
+) -> None:
+    """Write a model archive atomically: ``metadata.json``, one ``.pth`` per tensor entry, and an
+    optional ``pickled.pkl``."""
+    with atomic_write(path) as fh:
+        with zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+            archive.writestr(METADATA_ENTRY, json.dumps(metadata, indent=2, allow_nan=False))
+            for name, state in tensors.items():
+                buf = io.BytesIO()
+                torch.save(state, buf)
+                archive.writestr(f"{name}.pth", buf.getvalue())
+            if pickled:
+                import cloudpickle
+
+                archive.writestr(PICKLE_ENTRY, cloudpickle.dumps(pickled))
+
+
+def read_model_zip(
+    path: str | os.PathLike[str], allow_pickle: bool = False
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """Read an archive written by :func:`write_model_zip`.
+
+    Returns:
+        ``(metadata, tensors, pickled)``; ``pickled`` is empty unless the file has pickled objects and
+        ``allow_pickle`` is true.
+
+    Raises:
+        ModelFileError: not a model zip, a missing or malformed entry, another library's format, or a
+        pickle entry while ``allow_pickle`` is false.
+    """
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = set(archive.namelist())
+            if METADATA_ENTRY not in names:
+                raise ModelFileError(f"{path}: not an rlkit_td3 model file (no {METADATA_ENTRY})")
+            metadata = json.loads(archive.read(METADATA_ENTRY))
+            if not isinstance(metadata, dict) or metadata.get("format") != FORMAT_NAME:
+                raise ModelFileError(f"{path}: not an rlkit_td3 model file")
+            if metadata.get("format_version") != FORMAT_VERSION:
+                raise ModelFileError(
+                    f"{path}: format version {metadata.get('format_version')!r}, this library reads {FORMAT_VERSION}"
+                )
+            tensors = {}
+            for name in sorted(names):
+                if name.endswith(".pth"):
+                    tensors[name[: -len(".pth")]] = torch.load(
+                        io.BytesIO(archive.read(name)), map_location="cpu", weights_only=True
+                    )
+            pickled: dict[str, Any] = {}
+            if PICKLE_ENTRY in names:
+                if not allow_pickle:
+                    raise ModelFileError(
+                        f"{path} holds pickled objects ({', '.join(metadata.get('pickled_keys', []))}); "
+                        "unpickling can run arbitrary code. Pass custom_objects for them, or "
+                        "allow_pickle=True if you trust the file"
+                    )
+                import cloudpickle
+
+                pickled = cloudpickle.loads(archive.read(PICKLE_ENTRY))
+    except ModelFileError:
+        raise
+    except (zipfile.BadZipFile, json.JSONDecodeError, UnicodeDecodeError, KeyError, EOFError, RuntimeError) as exc:
+        raise ModelFileError(f"{path}: unreadable model file ({type(exc).__name__}: {exc})") from exc
+    return metadata, tensors, pickled
