@@ -1,6 +1,9 @@
 """rlkit_td3: TD3 and DDPG for continuous control, with Stable-Baselines3's API."""
 
-from rlkit_td3 import envs as envs  # registers the PyBullet ids with gymnasium
+from rlkit_td3 import envs as envs  # registers the PyBullet ids with gymnasium (pybullet loads on make)
+from rlkit_td3.ddpg import DDPG
+from rlkit_td3.off_policy import OffPolicyAlgorithm
+from rlkit_td3.td3 import TD3
 from rlkit_td3.version import __version__
 
-__all__ = ["__version__"]
+__all__ = ["DDPG", "TD3", "OffPolicyAlgorithm", "__version__"]

@@ -176,12 +176,11 @@ def read_model_zip(
     """Read an archive written by :func:`write_model_zip`.
 
     Returns:
-        ``(metadata, tensors, pickled)``; ``pickled`` is empty unless the file has pickled objects and
-        ``allow_pickle`` is true.
+        ``(metadata, tensors, pickled)``. The pickle entry is never read unless ``allow_pickle`` is true,
+        so ``pickled`` is then empty and the caller refuses whatever needed it.
 
     Raises:
-        ModelFileError: not a model zip, a missing or malformed entry, another library's format, or a
-        pickle entry while ``allow_pickle`` is false.
+        ModelFileError: not a model zip, a missing or malformed entry, or another library's format.
     """
     try:
         with zipfile.ZipFile(path) as archive:
@@ -202,13 +201,7 @@ def read_model_zip(
                         io.BytesIO(archive.read(name)), map_location="cpu", weights_only=True
                     )
             pickled: dict[str, Any] = {}
-            if PICKLE_ENTRY in names:
-                if not allow_pickle:
-                    raise ModelFileError(
-                        f"{path} holds pickled objects ({', '.join(metadata.get('pickled_keys', []))}); "
-                        "unpickling can run arbitrary code. Pass custom_objects for them, or "
-                        "allow_pickle=True if you trust the file"
-                    )
+            if PICKLE_ENTRY in names and allow_pickle:
                 import cloudpickle
 
                 pickled = cloudpickle.loads(archive.read(PICKLE_ENTRY))

@@ -1,0 +1,828 @@
+"""``OffPolicyAlgorithm``: the collect → store → update loop and the deterministic actor-critic update.
+
+TD3 and DDPG are this class with three settings fixed (see :mod:`rlkit_td3.td3` and
+:mod:`rlkit_td3.ddpg`): the number of critics, target policy smoothing, and the policy delay.
+The update (:meth:`OffPolicyAlgorithm._train_step`) follows the TD3 paper (Fujimoto et al. 2018,
+Algorithm 1) step by step.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+import time
+from collections import deque
+from typing import Any, ClassVar
+
+import gymnasium as gym
+import numpy as np
+import torch
+from gymnasium import spaces
+from gymnasium.vector import AutoresetMode, SyncVectorEnv, VectorEnv
+
+from rlkit_td3.buffers import BUFFER_REGISTRY, ReplayBuffer, ReplayBufferSamples
+from rlkit_td3.callbacks import MaybeCallback, convert_callback
+from rlkit_td3.logger import Logger, configure
+from rlkit_td3.noise import ActionNoise, NormalActionNoise, VectorizedActionNoise, noise_from_dict
+from rlkit_td3.policies import POLICY_ALIASES, TD3Policy, get_policy_class
+from rlkit_td3.schedules import Schedule, ScheduleLike, as_schedule, schedule_from_dict, schedule_to_dict
+from rlkit_td3.serialization import (
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    ModelFileError,
+    class_from_name,
+    class_to_name,
+    read_model_zip,
+    space_from_dict,
+    space_to_dict,
+    spaces_equal,
+    write_model_zip,
+)
+from rlkit_td3.version import __version__
+
+DEFAULT_NOISE_SIGMA = 0.1
+"""σ of the default Gaussian exploration noise, in normalised units (TD3 paper, sfujim/TD3, RL Zoo)."""
+
+_TRAIN_FREQ_UNITS = ("step", "episode")
+
+
+def _check_int(name: str, value: Any, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def _check_float(name: str, value: Any, low: float, high: float, low_open: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
+        raise TypeError(f"{name} must be a number, got {value!r}")
+    value = float(value)
+    ok = (value > low if low_open else value >= low) and value <= high
+    if not ok:
+        interval = f"{'(' if low_open else '['}{low}, {high}]"
+        raise ValueError(f"{name} must be in {interval}, got {value!r}")
+    return value
+
+
+def _parse_train_freq(train_freq: Any) -> tuple[int, str]:
+    if isinstance(train_freq, (tuple, list)):
+        if len(train_freq) != 2 or train_freq[1] not in _TRAIN_FREQ_UNITS:
+            raise ValueError(f"train_freq must be an int or a tuple (n, 'step'|'episode'), got {train_freq!r}")
+        return _check_int("train_freq", train_freq[0], 1), str(train_freq[1])
+    return _check_int("train_freq", train_freq, 1), "step"
+
+
+def get_device(device: torch.device | str = "auto") -> torch.device:
+    """``"auto"`` → CUDA when available, else CPU; anything else is passed to ``torch.device``."""
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+def check_action_space(space: spaces.Space) -> spaces.Box:
+    """The algorithms need a Box action space with finite bounds.
+
+    Raises:
+        TypeError: not a Box (e.g. Discrete, MultiDiscrete).
+        ValueError: infinite or NaN bounds, or ``low >= high`` in some dimension.
+    """
+    if not isinstance(space, spaces.Box):
+        raise TypeError(
+            f"action_space must be a continuous gymnasium.spaces.Box; got {space!r}. "
+            "TD3 and DDPG do not support discrete action spaces"
+        )
+    if not (np.all(np.isfinite(space.low)) and np.all(np.isfinite(space.high))):
+        raise ValueError(f"action_space must have finite bounds, got low={space.low}, high={space.high}")
+    if not np.all(space.low < space.high):
+        raise ValueError(f"action_space must have low < high in every dimension, got {space!r}")
+    return space
+
+
+def make_vec_env(env: gym.Env | VectorEnv | str) -> VectorEnv:
+    """Wrap what the user passed as a gymnasium vector env.
+
+    An env id is made with ``gymnasium.make``; a single env is wrapped in a one-env
+    ``SyncVectorEnv`` in same-step autoreset mode; a vector env is used as it is.
+
+    Raises:
+        TypeError: ``env`` is none of these.
+    """
+    if isinstance(env, str):
+        env = gym.make(env)
+    if isinstance(env, VectorEnv):
+        return env
+    if isinstance(env, gym.Env):
+        single = env
+        return SyncVectorEnv([lambda: single], autoreset_mode=AutoresetMode.SAME_STEP)
+    raise TypeError(f"env must be a gymnasium Env, a VectorEnv or an env id string, got {env!r}")
+
+
+class OffPolicyAlgorithm:
+    """Abstract base of TD3 and DDPG: warm-up, exploration, replay, the update loop, callbacks,
+    logging, seeding, devices and save/load.
+
+    Do not instantiate it directly: use :class:`~rlkit_td3.TD3` or :class:`~rlkit_td3.DDPG`, or subclass
+    it and pass the three switches (``policy_delay``, ``target_policy_noise``/``target_noise_clip``
+    and ``n_critics`` in ``policy_kwargs``).
+
+    Args:
+        policy: ``"MlpPolicy"`` or a :class:`~rlkit_td3.policies.TD3Policy` subclass.
+        env: a gymnasium Env, an env id, or a gymnasium ``VectorEnv`` with any number of envs.
+        learning_rate: learning rate of both optimizers, a float or a schedule of the remaining progress (1 → 0).
+        buffer_size: replay buffer capacity in transitions.
+        learning_starts: number of uniform-random warm-up steps before the actor acts and updates begin.
+        batch_size: transitions per gradient step.
+        tau: Polyak coefficient of the target networks, in (0, 1].
+        gamma: discount factor, in [0, 1].
+        train_freq: update every ``train_freq`` env steps (calls to ``env.step``), or a tuple
+            ``(n, "step")`` / ``(n, "episode")``.
+        gradient_steps: gradient steps after each rollout; -1 means as many as transitions collected.
+        action_noise: exploration noise in normalised units. ``"default"`` (the default) is Gaussian with
+            σ = 0.1; ``None`` turns exploration noise off.
+        replay_buffer_class: a :class:`~rlkit_td3.buffers.ReplayBuffer` subclass (default ``ReplayBuffer``).
+        replay_buffer_kwargs: extra keyword arguments for the buffer.
+        policy_delay: update the actor and the targets every ``policy_delay`` critic updates.
+        target_policy_noise: σ of the Gaussian noise added to target actions (0 turns smoothing off).
+        target_noise_clip: the smoothing noise is clipped to ±``target_noise_clip``.
+        actor_learning_rate: overrides ``learning_rate`` for the actor (float or schedule).
+        critic_learning_rate: overrides ``learning_rate`` for the critics (float or schedule).
+        policy_kwargs: keyword arguments for the policy (``net_arch``, ``activation_fn``, ``n_critics``,
+            ``optimizer_class``, ``optimizer_kwargs``). The caller's dict is never modified.
+        verbose: 0 silent, 1 prints a training table every ``log_interval`` episodes.
+        seed: seeds torch, the buffer's sampler, the noise, the warm-up actions and the env's first reset.
+        device: ``"auto"``, ``"cpu"``, ``"cuda"``, ...
+    """
+
+    policy_aliases: ClassVar[dict[str, type[TD3Policy]]] = POLICY_ALIASES
+
+    def __init__(
+        self,
+        policy: str | type[TD3Policy],
+        env: gym.Env | VectorEnv | str | None,
+        learning_rate: ScheduleLike = 1e-3,
+        buffer_size: int = 1_000_000,
+        learning_starts: int = 100,
+        batch_size: int = 256,
+        tau: float = 0.005,
+        gamma: float = 0.99,
+        train_freq: int | tuple[int, str] = 1,
+        gradient_steps: int = 1,
+        action_noise: ActionNoise | str | None = "default",
+        replay_buffer_class: type[ReplayBuffer] | None = None,
+        replay_buffer_kwargs: dict[str, Any] | None = None,
+        *,
+        policy_delay: int,
+        target_policy_noise: float,
+        target_noise_clip: float,
+        actor_learning_rate: ScheduleLike | None = None,
+        critic_learning_rate: ScheduleLike | None = None,
+        policy_kwargs: dict[str, Any] | None = None,
+        verbose: int = 0,
+        seed: int | None = None,
+        device: torch.device | str = "auto",
+        _init_setup_model: bool = True,
+    ) -> None:
+        if type(self) is OffPolicyAlgorithm:
+            raise TypeError("OffPolicyAlgorithm is abstract: use TD3 or DDPG, or subclass it")
+        self.policy_class = get_policy_class(policy)
+        self.learning_rate = as_schedule(learning_rate, "learning_rate")
+        self.actor_learning_rate = (
+            None if actor_learning_rate is None else as_schedule(actor_learning_rate, "actor_learning_rate")
+        )
+        self.critic_learning_rate = (
+            None if critic_learning_rate is None else as_schedule(critic_learning_rate, "critic_learning_rate")
+        )
+        self.buffer_size = _check_int("buffer_size", buffer_size, 1)
+        self.batch_size = _check_int("batch_size", batch_size, 1)
+        if self.buffer_size < self.batch_size:
+            raise ValueError(f"buffer_size must be >= batch_size ({self.batch_size}), got {self.buffer_size}")
+        self.learning_starts = _check_int("learning_starts", learning_starts, 0)
+        self.tau = _check_float("tau", tau, 0.0, 1.0, low_open=True)
+        self.gamma = _check_float("gamma", gamma, 0.0, 1.0)
+        self.train_freq = _parse_train_freq(train_freq)
+        self.gradient_steps = _check_int("gradient_steps", gradient_steps, -1)
+        if self.gradient_steps == 0:
+            raise ValueError("gradient_steps must be >= 1, or -1 for as many as collected transitions, got 0")
+        self.policy_delay = _check_int("policy_delay", policy_delay, 1)
+        self.target_policy_noise = _check_float("target_policy_noise", target_policy_noise, 0.0, float("inf"))
+        self.target_noise_clip = _check_float("target_noise_clip", target_noise_clip, 0.0, float("inf"))
+        if not (action_noise is None or action_noise == "default" or isinstance(action_noise, ActionNoise)):
+            raise TypeError(f"action_noise must be an ActionNoise, 'default' or None, got {action_noise!r}")
+        self._action_noise_arg = action_noise
+        if replay_buffer_class is not None and not (
+            isinstance(replay_buffer_class, type) and issubclass(replay_buffer_class, ReplayBuffer)
+        ):
+            raise TypeError(f"replay_buffer_class must be a ReplayBuffer subclass, got {replay_buffer_class!r}")
+        self.replay_buffer_class = replay_buffer_class or ReplayBuffer
+        self.replay_buffer_kwargs = dict(replay_buffer_kwargs or {})
+        if policy_kwargs is not None and not isinstance(policy_kwargs, dict):
+            raise TypeError(f"policy_kwargs must be a dict, got {policy_kwargs!r}")
+        self.policy_kwargs = dict(policy_kwargs or {})
+        self.verbose = _check_int("verbose", verbose, 0)
+        self.seed = None if seed is None else _check_int("seed", seed, 0)
+        self.device = get_device(device)
+
+        self.env: VectorEnv | None = None
+        self.observation_space: spaces.Box | None = None
+        self.action_space: spaces.Box | None = None
+        self.n_envs = 1
+        if env is not None:
+            self._set_env_and_spaces(make_vec_env(env))
+        elif _init_setup_model:
+            raise ValueError("env must be given (None is only allowed inside load())")
+
+        self.num_timesteps = 0
+        self._n_updates = 0
+        self._episode_num = 0
+        self._total_timesteps = 0
+        self._current_progress_remaining = 1.0
+        self._last_obs: np.ndarray | None = None
+        self.logger: Logger = configure(None, ["stdout"] if self.verbose >= 1 else [])
+        if _init_setup_model:
+            self._setup_model()
+
+    # ------------------------------------------------------------------ setup
+    def _set_env_and_spaces(self, env: VectorEnv) -> None:
+        obs_space = env.single_observation_space
+        if not isinstance(obs_space, spaces.Box):
+            raise TypeError(f"observation_space must be a gymnasium.spaces.Box for MlpPolicy, got {obs_space!r}")
+        self.action_space = check_action_space(env.single_action_space)
+        self.observation_space = obs_space
+        self.env = env
+        self.n_envs = env.num_envs
+        self._autoreset_mode = env.metadata.get("autoreset_mode", AutoresetMode.NEXT_STEP)
+        if isinstance(self._autoreset_mode, str):
+            self._autoreset_mode = AutoresetMode(self._autoreset_mode)
+
+    def _setup_model(self) -> None:
+        """Build the policy, the buffer, the noise and the RNGs from the stored settings."""
+        assert self.observation_space is not None and self.action_space is not None
+        child_seeds: list[int | None] = [None] * 3
+        if self.seed is not None:
+            torch.manual_seed(self.seed)
+            child_seeds = [int(s.generate_state(1)[0]) for s in np.random.SeedSequence(self.seed).spawn(3)]
+        buffer_seed, noise_seed, warmup_seed = child_seeds
+
+        actor_lr = self._actor_schedule(1.0)
+        critic_lr = self._critic_schedule(1.0)
+        self.policy = self.policy_class(
+            self.observation_space,
+            self.action_space,
+            **self.policy_kwargs,
+            actor_learning_rate=actor_lr,
+            critic_learning_rate=critic_lr,
+        ).to(self.device)
+        self.replay_buffer = self.replay_buffer_class(
+            self.buffer_size,
+            self.observation_space,
+            self.action_space,
+            device=self.device,
+            n_envs=self.n_envs,
+            seed=buffer_seed,
+            **self.replay_buffer_kwargs,
+        )
+        self.action_noise = self._make_action_noise(noise_seed)
+        self._warmup_rng = np.random.default_rng(warmup_seed)
+        self._action_dim = int(np.prod(self.action_space.shape))
+        self._actor_params = list(self.policy.actor.parameters())
+        self._actor_target_params = list(self.policy.actor_target.parameters())
+        self._critic_params = list(self.policy.critic.parameters())
+        self._critic_target_params = list(self.policy.critic_target.parameters())
+        self._reset_loss_stats()
+
+    def _make_action_noise(self, seed: int | None) -> ActionNoise | None:
+        noise = self._action_noise_arg
+        if noise is None:
+            return None
+        if noise == "default":
+            dim = int(np.prod(self.action_space.shape))
+            noise = NormalActionNoise(np.zeros(dim), DEFAULT_NOISE_SIGMA * np.ones(dim))
+        if self.n_envs > 1 and not isinstance(noise, VectorizedActionNoise):
+            return VectorizedActionNoise(noise, self.n_envs, seed=seed)
+        if seed is not None:
+            noise.seed(seed)
+        return noise
+
+    def _actor_schedule(self, progress_remaining: float) -> float:
+        return (self.actor_learning_rate or self.learning_rate)(progress_remaining)
+
+    def _critic_schedule(self, progress_remaining: float) -> float:
+        return (self.critic_learning_rate or self.learning_rate)(progress_remaining)
+
+    def _reset_loss_stats(self) -> None:
+        zero = torch.zeros((), device=self.device)
+        self._critic_loss_sum, self._actor_loss_sum = zero.clone(), zero.clone()
+        self._n_critic_losses = self._n_actor_losses = 0
+
+    # ------------------------------------------------------------------ env access
+    def get_env(self) -> VectorEnv | None:
+        """The vector env the model trains on (``None`` for a model loaded without env)."""
+        return self.env
+
+    def set_env(self, env: gym.Env | VectorEnv | str) -> None:
+        """Replace the training env; its spaces and number of envs must match the model's.
+
+        Raises:
+            ValueError: the spaces or ``n_envs`` differ.
+        """
+        vec = make_vec_env(env)
+        self._check_env_matches(vec)
+        self._set_env_and_spaces(vec)
+        self._last_obs = None
+
+    def _check_env_matches(self, vec: VectorEnv) -> None:
+        for name, mine, theirs in (
+            ("observation_space", self.observation_space, vec.single_observation_space),
+            ("action_space", self.action_space, vec.single_action_space),
+        ):
+            if not spaces_equal(mine, theirs):
+                raise ValueError(f"the env's {name} {theirs!r} differs from the model's {mine!r}")
+        if hasattr(self, "replay_buffer") and vec.num_envs > self.replay_buffer.n_envs:
+            raise ValueError(f"the env has n_envs={vec.num_envs}, the model was built for {self.replay_buffer.n_envs}")
+
+    # ------------------------------------------------------------------ learning loop
+    def learn(
+        self,
+        total_timesteps: int,
+        callback: MaybeCallback = None,
+        log_interval: int = 4,
+        reset_num_timesteps: bool = True,
+    ) -> OffPolicyAlgorithm:
+        """Train for ``total_timesteps`` env steps (counted over all envs) and return ``self``.
+
+        Args:
+            total_timesteps: env steps to collect in this call.
+            callback: a callback, a list of them, or a function ``f(locals, globals) -> bool``.
+            log_interval: with ``verbose >= 1``, print the training table every this many episodes.
+            reset_num_timesteps: False continues the counters (and the schedules' progress) of a previous
+                ``learn`` call or of a loaded model.
+        """
+        total_timesteps = _check_int("total_timesteps", total_timesteps, 1)
+        log_interval = _check_int("log_interval", log_interval, 1)
+        if self.env is None:
+            raise ValueError("the model has no env: pass env= to load() or call set_env() before learn()")
+        if reset_num_timesteps:
+            self.num_timesteps = 0
+            self._episode_num = 0
+            self._last_obs = None
+        self._start_timesteps = self.num_timesteps
+        self._total_timesteps = self.num_timesteps + total_timesteps
+        self._start_time = time.perf_counter()
+        if self._last_obs is None:
+            self._reset_env()
+        callback = convert_callback(callback)
+        callback.init_callback(self)
+        callback.on_training_start(locals(), globals())
+
+        while self.num_timesteps < self._total_timesteps:
+            continue_training, collected = self.collect_rollouts(callback, log_interval)
+            if not continue_training:
+                break
+            if self.num_timesteps > self.learning_starts and self.replay_buffer.size() > 0:
+                gradient_steps = self.gradient_steps if self.gradient_steps > 0 else collected
+                if gradient_steps > 0:
+                    self.train(gradient_steps, self.batch_size)
+
+        callback.on_training_end()
+        return self
+
+    def _reset_env(self) -> None:
+        seed = self.seed if self.seed is not None and self.num_timesteps == 0 else None
+        obs, _ = self.env.reset(seed=seed)
+        self._last_obs = obs
+        self._needs_reset = np.zeros(self.n_envs, dtype=bool)
+        self._ep_returns = np.zeros(self.n_envs, dtype=np.float64)
+        self._ep_lengths = np.zeros(self.n_envs, dtype=np.int64)
+        self.ep_info_buffer: deque[tuple[float, int]] = getattr(self, "ep_info_buffer", deque(maxlen=100))
+        if self.action_noise is not None:
+            self.action_noise.reset()
+
+    def collect_rollouts(self, callback: Any, log_interval: int) -> tuple[bool, int]:
+        """Step the envs until ``train_freq`` is reached, storing every valid transition.
+
+        Returns:
+            ``(continue_training, transitions_collected)``.
+        """
+        freq, unit = self.train_freq
+        n_calls = n_episodes = collected = 0
+        callback.on_rollout_start()
+        while (n_calls < freq if unit == "step" else n_episodes < freq) and self.num_timesteps < self._total_timesteps:
+            obs = self._last_obs
+            actions = self._sample_action(obs)
+            env_actions = self.policy.unscale_action(actions.reshape(self.n_envs, *self.action_space.shape))
+            new_obs, rewards, terminated, truncated, infos = self.env.step(env_actions)
+            dones = terminated | truncated
+            self.num_timesteps += self.n_envs
+            n_calls += 1
+            callback.update_locals(locals())
+            if not callback.on_step():
+                return False, collected
+            valid = self._store_transition(obs, new_obs, actions, rewards, terminated, truncated, dones, infos)
+            collected += int(valid.sum())
+            self._current_progress_remaining = 1.0 - (self.num_timesteps - self._start_timesteps) / max(
+                1, self._total_timesteps - self._start_timesteps
+            )
+            n_episodes += self._track_episodes(rewards, dones, valid, log_interval)
+        callback.on_rollout_end()
+        return True, collected
+
+    def _sample_action(self, obs: np.ndarray) -> np.ndarray:
+        """Normalised actions: uniform during warm-up, then the actor plus exploration noise, clipped."""
+        if self.num_timesteps < self.learning_starts:
+            return self._warmup_rng.uniform(-1.0, 1.0, size=(self.n_envs, self._action_dim)).astype(np.float32)
+        actions = self.policy.actor_numpy(obs)
+        if self.action_noise is not None:
+            actions = np.clip(actions + self.action_noise(), -1.0, 1.0, dtype=np.float32)
+        return actions
+
+    def _store_transition(
+        self,
+        obs: np.ndarray,
+        new_obs: np.ndarray,
+        actions: np.ndarray,
+        rewards: np.ndarray,
+        terminated: np.ndarray,
+        truncated: np.ndarray,
+        dones: np.ndarray,
+        infos: dict[str, Any],
+    ) -> np.ndarray:
+        """Store the step's transitions and advance ``_last_obs``; return the mask of valid rows.
+
+        Same-step autoreset: the true next obs of an ended episode is ``infos["final_obs"]``.
+        Next-step autoreset: the step after an episode end only resets that env, so its row is not a
+        transition and is skipped. Autoreset disabled: ended envs are reset here.
+        """
+        next_obs = new_obs
+        valid = np.ones(self.n_envs, dtype=bool)
+        mode = self._autoreset_mode
+        if mode == AutoresetMode.SAME_STEP and dones.any():
+            next_obs = new_obs.copy()
+            for i in np.flatnonzero(dones):
+                next_obs[i] = infos["final_obs"][i]
+        elif mode == AutoresetMode.NEXT_STEP:
+            valid = ~self._needs_reset
+            self._needs_reset = dones.copy()
+        if valid.all():
+            self.replay_buffer.add(obs, next_obs, actions, rewards, terminated, truncated)
+        elif valid.any():
+            self.replay_buffer.add(
+                obs[valid], next_obs[valid], actions[valid], rewards[valid], terminated[valid], truncated[valid]
+            )
+        if mode == AutoresetMode.DISABLED and dones.any():
+            reset_obs, _ = self.env.reset(options={"reset_mask": dones})
+            new_obs = np.where(dones.reshape(-1, *([1] * (new_obs.ndim - 1))), reset_obs, new_obs)
+        self._last_obs = new_obs
+        return valid
+
+    def _track_episodes(self, rewards: np.ndarray, dones: np.ndarray, valid: np.ndarray, log_interval: int) -> int:
+        """Episode returns and lengths, per-env noise resets and the periodic log; returns episodes ended."""
+        self._ep_returns += np.where(valid, rewards, 0.0)
+        self._ep_lengths += valid
+        ended = np.flatnonzero(dones & valid)
+        for i in ended:
+            self.ep_info_buffer.append((float(self._ep_returns[i]), int(self._ep_lengths[i])))
+            self._ep_returns[i] = 0.0
+            self._ep_lengths[i] = 0
+            self._episode_num += 1
+            if self.verbose >= 1 and self._episode_num % log_interval == 0:
+                self._dump_logs()
+        if len(ended) and self.action_noise is not None:
+            if isinstance(self.action_noise, VectorizedActionNoise):
+                self.action_noise.reset(ended)
+            else:
+                self.action_noise.reset()
+        return len(ended)
+
+    def _dump_logs(self) -> None:
+        elapsed = max(time.perf_counter() - self._start_time, 1e-9)
+        log = self.logger
+        if self.ep_info_buffer:
+            log.record("rollout/ep_rew_mean", float(np.mean([r for r, _ in self.ep_info_buffer])))
+            log.record("rollout/ep_len_mean", float(np.mean([n for _, n in self.ep_info_buffer])))
+        log.record("time/episodes", self._episode_num)
+        log.record("time/fps", int((self.num_timesteps - self._start_timesteps) / elapsed))
+        log.record("time/total_timesteps", self.num_timesteps)
+        if self._n_critic_losses:
+            log.record("train/critic_loss", self._critic_loss_sum.item() / self._n_critic_losses)
+        if self._n_actor_losses:
+            log.record("train/actor_loss", self._actor_loss_sum.item() / self._n_actor_losses)
+        log.record("train/n_updates", self._n_updates)
+        log.record("train/learning_rate", self._actor_schedule(self._current_progress_remaining))
+        self._reset_loss_stats()
+        log.dump(self.num_timesteps)
+
+    # ------------------------------------------------------------------ the update
+    def train(self, gradient_steps: int, batch_size: int | None = None) -> None:
+        """Run ``gradient_steps`` updates on batches sampled from the current replay buffer."""
+        gradient_steps = _check_int("gradient_steps", gradient_steps, 1)
+        batch_size = self.batch_size if batch_size is None else _check_int("batch_size", batch_size, 1)
+        self._update_learning_rate()
+        for _ in range(gradient_steps):
+            self._n_updates += 1
+            batch = self.replay_buffer.sample(batch_size)
+            self._train_step(batch, update_actor=self._n_updates % self.policy_delay == 0)
+
+    def _update_learning_rate(self) -> None:
+        progress = self._current_progress_remaining
+        for optimizer, lr in (
+            (self.policy.actor_optimizer, self._actor_schedule(progress)),
+            (self.policy.critic_optimizer, self._critic_schedule(progress)),
+        ):
+            for group in optimizer.param_groups:
+                group["lr"] = lr
+
+    def _train_step(self, batch: ReplayBufferSamples, update_actor: bool) -> None:
+        """One TD3 update (Fujimoto et al. 2018, Algorithm 1), on a sampled ``batch``."""
+        policy = self.policy
+        with torch.no_grad():
+            # Target actions: the actor target at s', plus clipped Gaussian smoothing noise, within bounds.
+            next_actions = policy.actor_target(batch.next_observations)
+            if self.target_policy_noise > 0.0:
+                noise = torch.randn_like(next_actions) * self.target_policy_noise
+                noise = noise.clamp(-self.target_noise_clip, self.target_noise_clip)
+                next_actions = (next_actions + noise).clamp(-1.0, 1.0)
+            # y = r + γ (1 − terminated) min_i Q'_i(s', a'): bootstrap through truncation, stop at termination.
+            next_q = policy.critic_target(batch.next_observations, next_actions).min(dim=0).values
+            target_q = batch.rewards + self.gamma * (1.0 - batch.terminated) * next_q
+
+        # Critic loss: the sum over critics of each critic's MSE against y.
+        current_q = policy.critic(batch.observations, batch.actions)
+        critic_loss = (current_q - target_q).pow(2).mean(dim=1).sum()
+        policy.critic_optimizer.zero_grad(set_to_none=True)
+        critic_loss.backward()
+        policy.critic_optimizer.step()
+        self._critic_loss_sum += critic_loss.detach()
+        self._n_critic_losses += 1
+
+        if update_actor:
+            # Delayed policy update: ascend Q1(s, π(s)); no gradient is computed for critic parameters.
+            actor_loss = -policy.critic.q1_forward(batch.observations, policy.actor(batch.observations)).mean()
+            policy.actor_optimizer.zero_grad(set_to_none=True)
+            actor_loss.backward()
+            policy.actor_optimizer.step()
+            self._actor_loss_sum += actor_loss.detach()
+            self._n_actor_losses += 1
+            # Polyak averaging of every target network: θ' ← τ θ + (1 − τ) θ'.
+            with torch.no_grad():
+                torch._foreach_lerp_(self._critic_target_params, self._critic_params, self.tau)
+                torch._foreach_lerp_(self._actor_target_params, self._actor_params, self.tau)
+
+    # ------------------------------------------------------------------ acting
+    def predict(
+        self,
+        observation: np.ndarray,
+        state: Any = None,
+        episode_start: Any = None,
+        deterministic: bool = True,
+    ) -> tuple[np.ndarray, None]:
+        """Actions in env units for one observation or a batch of them.
+
+        ``deterministic=False`` adds the model's exploration noise (TD3's actor itself is deterministic).
+        ``state`` and ``episode_start`` exist for Stable-Baselines3 compatibility and are ignored.
+
+        Returns:
+            ``(action, None)``: shape ``action_space.shape`` for one observation, else ``(batch, *shape)``.
+
+        Raises:
+            TypeError: ``observation`` is the ``(obs, info)`` tuple returned by ``env.reset()``.
+            ValueError: the observation's shape matches neither one observation nor a batch.
+        """
+        if isinstance(observation, tuple) and len(observation) == 2 and isinstance(observation[1], dict):
+            raise TypeError(
+                "observation is an (obs, info) tuple: pass only the observation, e.g. obs, info = env.reset()"
+            )
+        obs = np.asarray(observation, dtype=np.float32)
+        obs_shape = self.observation_space.shape
+        single = obs.shape == obs_shape
+        if not single and obs.shape[1:] != obs_shape:
+            raise ValueError(
+                f"observation has shape {obs.shape}; expected {obs_shape} or (batch, *{obs_shape})"
+            )
+        batch = obs.reshape(-1, *obs_shape)
+        actions = self.policy.actor_numpy(batch)
+        if not deterministic and self.action_noise is not None:
+            actions = np.clip(actions + self.action_noise(), -1.0, 1.0, dtype=np.float32)
+        env_actions = self.policy.unscale_action(actions.reshape(len(batch), *self.action_space.shape))
+        return (env_actions[0] if single else env_actions), None
+
+    # ------------------------------------------------------------------ persistence
+    def save_replay_buffer(self, path: str | os.PathLike[str]) -> None:
+        """Write the filled part of the replay buffer to ``path`` (``.npz``, atomic, no pickle)."""
+        self.replay_buffer.save(path)
+
+    def load_replay_buffer(self, path: str | os.PathLike[str]) -> None:
+        """Restore a replay buffer written by :meth:`save_replay_buffer`."""
+        self.replay_buffer.load(path)
+
+    def _schedule_entry(self, name: str, schedule: Schedule | None, pickled: dict[str, Any]) -> Any:
+        if schedule is None:
+            return None
+        spec = schedule_to_dict(schedule)
+        if spec is None:
+            pickled[name] = schedule
+            return {"pickled": True}
+        return spec
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Save the model to one zip file (JSON metadata + torch state dicts), written atomically.
+
+        Objects JSON cannot describe (a lambda schedule, a custom noise without ``to_dict``, user classes)
+        go into a pickle entry that ``load`` only reads with ``allow_pickle=True``, or are replaced at
+        load time through ``custom_objects``.
+        """
+        pickled: dict[str, Any] = {}
+        policy_kwargs = self.policy.constructor_kwargs()
+        policy_json = {
+            "net_arch": policy_kwargs["net_arch"],
+            "activation_fn": class_to_name(policy_kwargs["activation_fn"]),
+            "n_critics": policy_kwargs["n_critics"],
+            "optimizer_class": class_to_name(policy_kwargs["optimizer_class"]),
+            "optimizer_kwargs": policy_kwargs["optimizer_kwargs"],
+        }
+        if self.action_noise is None:
+            noise_entry: Any = None
+        else:
+            try:
+                noise_entry = self.action_noise.to_dict()
+            except NotImplementedError:
+                pickled["action_noise"] = self.action_noise
+                noise_entry = {"pickled": True}
+        metadata = {
+            "format": FORMAT_NAME,
+            "format_version": FORMAT_VERSION,
+            "library_version": __version__,
+            "algorithm": type(self).__name__,
+            "hyperparameters": {
+                "buffer_size": self.buffer_size,
+                "learning_starts": self.learning_starts,
+                "batch_size": self.batch_size,
+                "tau": self.tau,
+                "gamma": self.gamma,
+                "train_freq": list(self.train_freq),
+                "gradient_steps": self.gradient_steps,
+                "policy_delay": self.policy_delay,
+                "target_policy_noise": self.target_policy_noise,
+                "target_noise_clip": self.target_noise_clip,
+                "verbose": self.verbose,
+                "seed": self.seed,
+            },
+            "schedules": {
+                "learning_rate": self._schedule_entry("learning_rate", self.learning_rate, pickled),
+                "actor_learning_rate": self._schedule_entry("actor_learning_rate", self.actor_learning_rate, pickled),
+                "critic_learning_rate": self._schedule_entry(
+                    "critic_learning_rate", self.critic_learning_rate, pickled
+                ),
+            },
+            "policy": {"class": class_to_name(self.policy_class, POLICY_ALIASES), "kwargs": policy_json},
+            "action_noise": noise_entry,
+            "replay_buffer": {
+                "class": class_to_name(self.replay_buffer_class, BUFFER_REGISTRY),
+                "kwargs": self.replay_buffer_kwargs,
+            },
+            "observation_space": space_to_dict(self.observation_space),
+            "action_space": space_to_dict(self.action_space),
+            "n_envs": self.n_envs,
+            "counters": {
+                "num_timesteps": self.num_timesteps,
+                "n_updates": self._n_updates,
+                "episode_num": self._episode_num,
+            },
+            "pickled_keys": sorted(pickled),
+            "system": {
+                "python": sys.version.split()[0],
+                "platform": platform.platform(),
+                "torch": torch.__version__,
+                "numpy": np.__version__,
+                "gymnasium": gym.__version__,
+            },
+        }
+        tensors = {
+            "policy": self.policy.state_dict(),
+            "actor_optimizer": self.policy.actor_optimizer.state_dict(),
+            "critic_optimizer": self.policy.critic_optimizer.state_dict(),
+        }
+        write_model_zip(path, metadata, tensors, pickled)
+
+    @classmethod
+    def load(
+        cls,
+        path: str | os.PathLike[str],
+        env: gym.Env | VectorEnv | str | None = None,
+        device: torch.device | str = "auto",
+        custom_objects: dict[str, Any] | None = None,
+        allow_pickle: bool = False,
+        **kwargs: Any,
+    ) -> OffPolicyAlgorithm:
+        """Load a model saved by :meth:`save`; its predictions are identical to the saved model's.
+
+        Args:
+            path: the zip file.
+            env: the env to continue training on (optional for prediction). Its spaces must match.
+            device: where to put the networks.
+            custom_objects: replacements for stored entries, by name (``learning_rate``, ``action_noise``,
+                ``policy_class``, ``replay_buffer_class``, ``activation_fn``, ``optimizer_class``, ...);
+                needed for user classes and for anything saved through pickle when ``allow_pickle`` is False.
+            allow_pickle: read the file's pickle entry, if any. Unpickling can run arbitrary code: only for
+                files you trust.
+            **kwargs: override stored hyperparameters (e.g. ``verbose=1``).
+
+        Raises:
+            ModelFileError: (a ``ValueError``) the file is unreadable, of another algorithm, or needs
+                pickle or custom objects.
+            ValueError: ``env``'s spaces differ from the model's.
+        """
+        custom = dict(custom_objects or {})
+        metadata, tensors, pickled = read_model_zip(path, allow_pickle=allow_pickle)
+        if metadata.get("algorithm") != cls.__name__:
+            raise ModelFileError(f"{path} holds a {metadata.get('algorithm')} model; load it with that class")
+        try:
+            ctor = cls._constructor_kwargs_from_metadata(metadata, pickled, custom)
+            policy_kwargs = ctor["policy_kwargs"]
+            for key in list(custom):
+                if key in policy_kwargs:
+                    policy_kwargs[key] = custom.pop(key)
+            for key in list(custom):
+                if key in ctor:
+                    ctor[key] = custom.pop(key)
+            if custom:
+                raise ModelFileError(f"custom_objects has unknown keys {sorted(custom)}")
+            ctor.update(kwargs)
+            observation_space = space_from_dict(metadata["observation_space"])
+            action_space = space_from_dict(metadata["action_space"])
+            counters = metadata["counters"]
+        except (KeyError, TypeError) as exc:
+            raise ModelFileError(f"{path}: malformed metadata ({type(exc).__name__}: {exc})") from exc
+
+        model = cls.__new__(cls)
+        OffPolicyAlgorithm.__init__(model, env=None, device=device, _init_setup_model=False, **ctor)
+        model.observation_space = observation_space
+        model.action_space = action_space
+        model.n_envs = int(metadata.get("n_envs", 1))
+        if env is not None:
+            vec = make_vec_env(env)
+            model._check_env_matches(vec)
+            model._set_env_and_spaces(vec)
+        model._setup_model()
+        try:
+            model.policy.load_state_dict(tensors["policy"])
+            model.policy.actor_optimizer.load_state_dict(tensors["actor_optimizer"])
+            model.policy.critic_optimizer.load_state_dict(tensors["critic_optimizer"])
+        except (KeyError, RuntimeError, ValueError) as exc:
+            raise ModelFileError(f"{path}: network or optimizer state does not fit the model ({exc})") from exc
+        model.num_timesteps = int(counters["num_timesteps"])
+        model._n_updates = int(counters["n_updates"])
+        model._episode_num = int(counters["episode_num"])
+        return model
+
+    @staticmethod
+    def _constructor_kwargs_from_metadata(
+        metadata: dict[str, Any], pickled: dict[str, Any], custom: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Rebuild ``OffPolicyAlgorithm.__init__`` keyword arguments from a file's metadata."""
+
+        def restore(name: str, entry: Any, from_dict: Any) -> Any:
+            if name in custom:
+                return custom.pop(name)
+            if entry is None:
+                return None
+            if isinstance(entry, dict) and entry.get("pickled"):
+                if name not in pickled:
+                    raise ModelFileError(
+                        f"{name} was saved through pickle: pass custom_objects={{'{name}': ...}} "
+                        "or allow_pickle=True for a file you trust"
+                    )
+                return pickled[name]
+            return from_dict(entry)
+
+        hyper = dict(metadata["hyperparameters"])
+        hyper["train_freq"] = tuple(hyper["train_freq"])
+        schedules = metadata["schedules"]
+        policy = metadata["policy"]
+        pkw = dict(policy["kwargs"])
+        if "activation_fn" not in custom:
+            pkw["activation_fn"] = class_from_name(pkw["activation_fn"], what="activation_fn")
+        if "optimizer_class" not in custom:
+            pkw["optimizer_class"] = class_from_name(pkw["optimizer_class"], what="optimizer_class")
+        buffer = metadata["replay_buffer"]
+        return {
+            **hyper,
+            "policy": custom.pop("policy_class", None) or class_from_name(policy["class"], POLICY_ALIASES, "policy"),
+            "learning_rate": restore("learning_rate", schedules["learning_rate"], schedule_from_dict),
+            "actor_learning_rate": restore(
+                "actor_learning_rate", schedules.get("actor_learning_rate"), schedule_from_dict
+            ),
+            "critic_learning_rate": restore(
+                "critic_learning_rate", schedules.get("critic_learning_rate"), schedule_from_dict
+            ),
+            "action_noise": restore("action_noise", metadata["action_noise"], noise_from_dict),
+            "replay_buffer_class": custom.pop("replay_buffer_class", None)
+            or class_from_name(buffer["class"], BUFFER_REGISTRY, "replay_buffer_class"),
+            "replay_buffer_kwargs": dict(buffer.get("kwargs") or {}),
+            "policy_kwargs": pkw,
+        }
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(policy={self.policy_class.__name__}, n_envs={self.n_envs}, device={self.device})"
+
