@@ -16,7 +16,7 @@ Subclasses override the underscored hooks. Inside them ``self.model``, ``self.nu
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rlkit_td3.off_policy import OffPolicyAlgorithm
@@ -159,7 +159,7 @@ class ConvertCallback(BaseCallback):
         return True if result is None else bool(result)
 
 
-MaybeCallback = Union[None, BaseCallback, Callable[[dict[str, Any], dict[str, Any]], bool], Sequence[Any]]
+MaybeCallback = BaseCallback | Callable[[dict[str, Any], dict[str, Any]], bool] | Sequence[Any] | None
 
 
 def convert_callback(callback: MaybeCallback) -> BaseCallback:

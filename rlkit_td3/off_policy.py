@@ -69,7 +69,9 @@ def _check_float(name: str, value: Any, low: float, high: float, low_open: bool 
 def _parse_train_freq(train_freq: Any) -> tuple[int, str]:
     if isinstance(train_freq, (tuple, list)):
         if len(train_freq) != 2 or train_freq[1] not in _TRAIN_FREQ_UNITS:
-            raise ValueError(f"train_freq must be an int or a tuple (n, 'step'|'episode'), got {train_freq!r}")
+            raise ValueError(
+                f"train_freq must be an int or a tuple (n, 'step'|'episode'), got {train_freq!r}"
+            )
         return _check_int("train_freq", train_freq[0], 1), str(train_freq[1])
     return _check_int("train_freq", train_freq, 1), "step"
 
@@ -130,7 +132,8 @@ class OffPolicyAlgorithm:
     Args:
         policy: ``"MlpPolicy"`` or a :class:`~rlkit_td3.policies.TD3Policy` subclass.
         env: a gymnasium Env, an env id, or a gymnasium ``VectorEnv`` with any number of envs.
-        learning_rate: learning rate of both optimizers, a float or a schedule of the remaining progress (1 → 0).
+        learning_rate: learning rate of both optimizers, a float or a schedule of the remaining
+            progress (1 → 0).
         buffer_size: replay buffer capacity in transitions.
         learning_starts: number of uniform-random warm-up steps before the actor acts and updates begin.
         batch_size: transitions per gradient step.
@@ -192,7 +195,9 @@ class OffPolicyAlgorithm:
             None if actor_learning_rate is None else as_schedule(actor_learning_rate, "actor_learning_rate")
         )
         self.critic_learning_rate = (
-            None if critic_learning_rate is None else as_schedule(critic_learning_rate, "critic_learning_rate")
+            None
+            if critic_learning_rate is None
+            else as_schedule(critic_learning_rate, "critic_learning_rate")
         )
         self.buffer_size = _check_int("buffer_size", buffer_size, 1)
         self.batch_size = _check_int("batch_size", batch_size, 1)
@@ -214,7 +219,9 @@ class OffPolicyAlgorithm:
         if replay_buffer_class is not None and not (
             isinstance(replay_buffer_class, type) and issubclass(replay_buffer_class, ReplayBuffer)
         ):
-            raise TypeError(f"replay_buffer_class must be a ReplayBuffer subclass, got {replay_buffer_class!r}")
+            raise TypeError(
+                f"replay_buffer_class must be a ReplayBuffer subclass, got {replay_buffer_class!r}"
+            )
         self.replay_buffer_class = replay_buffer_class or ReplayBuffer
         self.replay_buffer_kwargs = dict(replay_buffer_kwargs or {})
         if policy_kwargs is not None and not isinstance(policy_kwargs, dict):
@@ -247,7 +254,9 @@ class OffPolicyAlgorithm:
     def _set_env_and_spaces(self, env: VectorEnv) -> None:
         obs_space = env.single_observation_space
         if not isinstance(obs_space, spaces.Box):
-            raise TypeError(f"observation_space must be a gymnasium.spaces.Box for MlpPolicy, got {obs_space!r}")
+            raise TypeError(
+                f"observation_space must be a gymnasium.spaces.Box for MlpPolicy, got {obs_space!r}"
+            )
         self.action_space = check_action_space(env.single_action_space)
         self.observation_space = obs_space
         self.env = env
@@ -340,7 +349,9 @@ class OffPolicyAlgorithm:
             if not spaces_equal(mine, theirs):
                 raise ValueError(f"the env's {name} {theirs!r} differs from the model's {mine!r}")
         if hasattr(self, "replay_buffer") and vec.num_envs > self.replay_buffer.n_envs:
-            raise ValueError(f"the env has n_envs={vec.num_envs}, the model was built for {self.replay_buffer.n_envs}")
+            raise ValueError(
+                f"the env has n_envs={vec.num_envs}, the model was built for {self.replay_buffer.n_envs}"
+            )
 
     # ------------------------------------------------------------------ learning loop
     def learn(
@@ -408,7 +419,9 @@ class OffPolicyAlgorithm:
         freq, unit = self.train_freq
         n_calls = n_episodes = collected = 0
         callback.on_rollout_start()
-        while (n_calls < freq if unit == "step" else n_episodes < freq) and self.num_timesteps < self._total_timesteps:
+        while (
+            n_calls < freq if unit == "step" else n_episodes < freq
+        ) and self.num_timesteps < self._total_timesteps:
             obs = self._last_obs
             actions = self._sample_action(obs)
             env_actions = self.policy.unscale_action(actions.reshape(self.n_envs, *self.action_space.shape))
@@ -419,7 +432,9 @@ class OffPolicyAlgorithm:
             callback.update_locals(locals())
             if not callback.on_step():
                 return False, collected
-            valid = self._store_transition(obs, new_obs, actions, rewards, terminated, truncated, dones, infos)
+            valid = self._store_transition(
+                obs, new_obs, actions, rewards, terminated, truncated, dones, infos
+            )
             collected += int(valid.sum())
             self._current_progress_remaining = 1.0 - (self.num_timesteps - self._start_timesteps) / max(
                 1, self._total_timesteps - self._start_timesteps
@@ -431,7 +446,9 @@ class OffPolicyAlgorithm:
     def _sample_action(self, obs: np.ndarray) -> np.ndarray:
         """Normalised actions: uniform during warm-up, then the actor plus exploration noise, clipped."""
         if self.num_timesteps < self.learning_starts:
-            return self._warmup_rng.uniform(-1.0, 1.0, size=(self.n_envs, self._action_dim)).astype(np.float32)
+            return self._warmup_rng.uniform(-1.0, 1.0, size=(self.n_envs, self._action_dim)).astype(
+                np.float32
+            )
         actions = self.policy.actor_numpy(obs)
         if self.action_noise is not None:
             actions = np.clip(actions + self.action_noise(), -1.0, 1.0, dtype=np.float32)
@@ -468,7 +485,12 @@ class OffPolicyAlgorithm:
             self.replay_buffer.add(obs, next_obs, actions, rewards, terminated, truncated)
         elif valid.any():
             self.replay_buffer.add(
-                obs[valid], next_obs[valid], actions[valid], rewards[valid], terminated[valid], truncated[valid]
+                obs[valid],
+                next_obs[valid],
+                actions[valid],
+                rewards[valid],
+                terminated[valid],
+                truncated[valid],
             )
         if mode == AutoresetMode.DISABLED and dones.any():
             reset_obs, _ = self.env.reset(options={"reset_mask": dones})
@@ -476,7 +498,9 @@ class OffPolicyAlgorithm:
         self._last_obs = new_obs
         return valid
 
-    def _track_episodes(self, rewards: np.ndarray, dones: np.ndarray, valid: np.ndarray, log_interval: int) -> int:
+    def _track_episodes(
+        self, rewards: np.ndarray, dones: np.ndarray, valid: np.ndarray, log_interval: int
+    ) -> int:
         """Episode returns and lengths, per-env noise resets and the periodic log; returns episodes ended."""
         self._ep_returns += np.where(valid, rewards, 0.0)
         self._ep_lengths += valid
@@ -543,7 +567,7 @@ class OffPolicyAlgorithm:
                 noise = torch.randn_like(next_actions) * self.target_policy_noise
                 noise = noise.clamp(-self.target_noise_clip, self.target_noise_clip)
                 next_actions = (next_actions + noise).clamp(-1.0, 1.0)
-            # y = r + γ (1 − terminated) min_i Q'_i(s', a'): bootstrap through truncation, stop at termination.
+            # y = r + γ (1 − terminated) min_i Q'_i(s', a'): bootstrap through truncation, not termination.
             next_q = policy.critic_target(batch.next_observations, next_actions).min(dim=0).values
             target_q = batch.rewards + self.gamma * (1.0 - batch.terminated) * next_q
 
@@ -558,7 +582,9 @@ class OffPolicyAlgorithm:
 
         if update_actor:
             # Delayed policy update: ascend Q1(s, π(s)); no gradient is computed for critic parameters.
-            actor_loss = -policy.critic.q1_forward(batch.observations, policy.actor(batch.observations)).mean()
+            actor_loss = -policy.critic.q1_forward(
+                batch.observations, policy.actor(batch.observations)
+            ).mean()
             policy.actor_optimizer.zero_grad(set_to_none=True)
             actor_loss.backward()
             policy.actor_optimizer.step()
@@ -670,7 +696,9 @@ class OffPolicyAlgorithm:
             },
             "schedules": {
                 "learning_rate": self._schedule_entry("learning_rate", self.learning_rate, pickled),
-                "actor_learning_rate": self._schedule_entry("actor_learning_rate", self.actor_learning_rate, pickled),
+                "actor_learning_rate": self._schedule_entry(
+                    "actor_learning_rate", self.actor_learning_rate, pickled
+                ),
                 "critic_learning_rate": self._schedule_entry(
                     "critic_learning_rate", self.critic_learning_rate, pickled
                 ),
@@ -770,7 +798,9 @@ class OffPolicyAlgorithm:
             model.policy.actor_optimizer.load_state_dict(tensors["actor_optimizer"])
             model.policy.critic_optimizer.load_state_dict(tensors["critic_optimizer"])
         except (KeyError, RuntimeError, ValueError) as exc:
-            raise ModelFileError(f"{path}: network or optimizer state does not fit the model ({exc})") from exc
+            raise ModelFileError(
+                f"{path}: network or optimizer state does not fit the model ({exc})"
+            ) from exc
         model.num_timesteps = int(counters["num_timesteps"])
         model._n_updates = int(counters["n_updates"])
         model._episode_num = int(counters["episode_num"])
@@ -808,7 +838,8 @@ class OffPolicyAlgorithm:
         buffer = metadata["replay_buffer"]
         return {
             **hyper,
-            "policy": custom.pop("policy_class", None) or class_from_name(policy["class"], POLICY_ALIASES, "policy"),
+            "policy": custom.pop("policy_class", None)
+            or class_from_name(policy["class"], POLICY_ALIASES, "policy"),
             "learning_rate": restore("learning_rate", schedules["learning_rate"], schedule_from_dict),
             "actor_learning_rate": restore(
                 "actor_learning_rate", schedules.get("actor_learning_rate"), schedule_from_dict
@@ -824,5 +855,5 @@ class OffPolicyAlgorithm:
         }
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(policy={self.policy_class.__name__}, n_envs={self.n_envs}, device={self.device})"
-
+        name = type(self).__name__
+        return f"{name}(policy={self.policy_class.__name__}, n_envs={self.n_envs}, device={self.device})"

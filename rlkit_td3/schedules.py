@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 Schedule = Callable[[float], float]
 """A function of the remaining progress (1 → 0) returning a value."""
 
-ScheduleLike = Union[float, Schedule]
+ScheduleLike = float | Schedule
 
 
 @dataclass(frozen=True)

@@ -192,7 +192,8 @@ def read_model_zip(
                 raise ModelFileError(f"{path}: not an rlkit_td3 model file")
             if metadata.get("format_version") != FORMAT_VERSION:
                 raise ModelFileError(
-                    f"{path}: format version {metadata.get('format_version')!r}, this library reads {FORMAT_VERSION}"
+                    f"{path}: format version {metadata.get('format_version')!r}, "
+                    f"this library reads version {FORMAT_VERSION}"
                 )
             tensors = {}
             for name in sorted(names):
@@ -207,6 +208,13 @@ def read_model_zip(
                 pickled = cloudpickle.loads(archive.read(PICKLE_ENTRY))
     except ModelFileError:
         raise
-    except (zipfile.BadZipFile, json.JSONDecodeError, UnicodeDecodeError, KeyError, EOFError, RuntimeError) as exc:
+    except (
+        zipfile.BadZipFile,
+        json.JSONDecodeError,
+        UnicodeDecodeError,
+        KeyError,
+        EOFError,
+        RuntimeError,
+    ) as exc:
         raise ModelFileError(f"{path}: unreadable model file ({type(exc).__name__}: {exc})") from exc
     return metadata, tensors, pickled

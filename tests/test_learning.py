@@ -1,0 +1,18 @@
+"""Learning tests: TD3 and DDPG solve Pendulum-v1 (mean deterministic return >= -300) within 12k steps."""
+
+from __future__ import annotations
+
+import pytest
+
+from rlkit_td3 import DDPG, TD3
+from rlkit_td3.evaluation import evaluate_policy
+
+PENDULUM = dict(learning_starts=1000, gamma=0.98, policy_kwargs={"net_arch": [64, 64]}, seed=0)
+
+
+@pytest.mark.parametrize("algo", [TD3, DDPG], ids=["td3", "ddpg"])
+def test_pendulum_learns(algo):
+    model = algo("MlpPolicy", "Pendulum-v1", **PENDULUM).learn(12_000)
+    mean, std = evaluate_policy(model, "Pendulum-v1", n_eval_episodes=10, seed=1000)
+    print(f"{algo.__name__}: mean return {mean:.1f} ± {std:.1f}")
+    assert mean >= -300.0

@@ -1,0 +1,118 @@
+"""save → load round trips, env checks on load, pickle gating, and continued training."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+from rlkit_td3 import DDPG, TD3
+from rlkit_td3.noise import OrnsteinUhlenbeckActionNoise
+from rlkit_td3.schedules import LinearSchedule
+from rlkit_td3.serialization import ModelFileError
+
+SMALL = dict(learning_starts=100, batch_size=32, policy_kwargs={"net_arch": [32, 32]}, seed=0)
+
+
+@pytest.fixture
+def trained(tmp_path):
+    model = TD3("MlpPolicy", "Pendulum-v1", **SMALL).learn(400)
+    path = tmp_path / "model.zip"
+    model.save(path)
+    return model, path
+
+
+def test_round_trip_identical_predictions(trained):
+    model, path = trained
+    loaded = TD3.load(path)
+    obs = np.random.default_rng(0).uniform(-1, 1, size=(100, 3)).astype(np.float32)
+    a, _ = model.predict(obs)
+    b, _ = loaded.predict(obs)
+    assert a.shape == (100, 1)
+    assert np.array_equal(a, b)
+    assert np.array_equal(model.predict(obs[0])[0], loaded.predict(obs[0])[0])
+    for key, value in model.policy.state_dict().items():
+        assert torch.equal(value, loaded.policy.state_dict()[key])
+    assert loaded.num_timesteps == 400 and loaded._n_updates == model._n_updates
+    assert loaded.policy_delay == 2 and loaded.gamma == model.gamma
+
+
+def test_zip_holds_json_and_state_dicts_only(trained):
+    _, path = trained
+    with zipfile.ZipFile(path) as archive:
+        names = set(archive.namelist())
+        meta = json.loads(archive.read("metadata.json"))
+    assert names == {"metadata.json", "policy.pth", "actor_optimizer.pth", "critic_optimizer.pth"}
+    assert meta["algorithm"] == "TD3" and meta["policy"]["class"] == "MlpPolicy"
+    assert meta["policy"]["kwargs"]["activation_fn"] == "torch.nn.ReLU"
+    assert meta["action_noise"]["type"] == "NormalActionNoise"
+    assert meta["pickled_keys"] == []
+
+
+def test_load_with_mismatched_env_raises(trained):
+    _, path = trained
+    with pytest.raises(ValueError, match="observation_space"):
+        TD3.load(path, env="MountainCarContinuous-v0")
+
+
+def test_load_wrong_algorithm_class_raises(trained):
+    _, path = trained
+    with pytest.raises(ModelFileError, match="TD3 model"):
+        DDPG.load(path)
+
+
+def test_load_garbage_raises_model_file_error(tmp_path):
+    bad = tmp_path / "bad.zip"
+    bad.write_bytes(b"not a zip at all")
+    with pytest.raises(ModelFileError):
+        TD3.load(bad)
+
+
+def test_continue_training_with_buffer(tmp_path):
+    model = TD3("MlpPolicy", "Pendulum-v1", **SMALL).learn(500)
+    model.save(tmp_path / "m.zip")
+    model.save_replay_buffer(tmp_path / "buffer.npz")
+    loaded = TD3.load(tmp_path / "m.zip", env=gym.make("Pendulum-v1"))
+    loaded.load_replay_buffer(tmp_path / "buffer.npz")
+    assert loaded.replay_buffer.size() == 500
+    np.testing.assert_array_equal(
+        loaded.replay_buffer.observations[:500], model.replay_buffer.observations[:500]
+    )
+    loaded.learn(300, reset_num_timesteps=False)
+    assert loaded.num_timesteps == 800
+    assert loaded.replay_buffer.size() == 800
+    assert loaded._n_updates == model._n_updates + 300
+
+
+def test_schedules_and_noise_saved_declaratively(tmp_path):
+    noise = OrnsteinUhlenbeckActionNoise([0.0], [0.3], decay=0.999)
+    model = TD3(
+        "MlpPolicy", "Pendulum-v1", **SMALL, learning_rate=LinearSchedule(1e-3, 1e-4), action_noise=noise
+    )
+    model.save(tmp_path / "m.zip")
+    loaded = TD3.load(tmp_path / "m.zip")
+    assert loaded.learning_rate == LinearSchedule(1e-3, 1e-4)
+    assert isinstance(loaded.action_noise, OrnsteinUhlenbeckActionNoise)
+    assert loaded.action_noise.decay == 0.999
+
+
+def test_lambda_schedule_needs_allow_pickle_or_custom_objects(tmp_path):
+    model = TD3("MlpPolicy", "Pendulum-v1", **SMALL, learning_rate=lambda p: 1e-3 * p)
+    model.save(tmp_path / "m.zip")
+    with pytest.raises(ModelFileError, match="learning_rate"):
+        TD3.load(tmp_path / "m.zip")
+    loaded = TD3.load(tmp_path / "m.zip", allow_pickle=True)
+    assert loaded.learning_rate(0.5) == pytest.approx(5e-4)
+    replaced = TD3.load(tmp_path / "m.zip", custom_objects={"learning_rate": 3e-4})
+    assert replaced.learning_rate(0.5) == pytest.approx(3e-4)
+
+
+def test_save_is_atomic_no_temp_files_left(tmp_path, trained):
+    model, _ = trained
+    model.save(tmp_path / "again.zip")
+    model.save(tmp_path / "again.zip")
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []

@@ -1,0 +1,119 @@
+"""Bad input raises ValueError/TypeError naming the parameter."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium import spaces
+
+from rlkit_td3 import DDPG, TD3, OffPolicyAlgorithm
+from tests.conftest import CounterEnv
+
+
+class DiscreteActionEnv(CounterEnv):
+    def __init__(self, action_space):
+        super().__init__()
+        self.action_space = action_space
+
+
+@pytest.mark.parametrize(
+    "action_space",
+    [spaces.Discrete(3), spaces.MultiDiscrete([2, 3])],
+    ids=["Discrete", "MultiDiscrete"],
+)
+def test_discrete_action_spaces_rejected(action_space):
+    with pytest.raises(TypeError, match="action_space"):
+        TD3("MlpPolicy", DiscreteActionEnv(action_space))
+
+
+def test_infinite_action_bounds_rejected():
+    env = CounterEnv()
+    env.action_space = spaces.Box(-np.inf, np.inf, shape=(1,), dtype=np.float32)
+    with pytest.raises(ValueError, match="action_space.*finite"):
+        TD3("MlpPolicy", env)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [
+        ({"tau": 0.0}, "tau"),
+        ({"tau": 1.5}, "tau"),
+        ({"tau": -0.1}, "tau"),
+        ({"gamma": -0.01}, "gamma"),
+        ({"gamma": 1.01}, "gamma"),
+        ({"batch_size": 0}, "batch_size"),
+        ({"batch_size": -5}, "batch_size"),
+        ({"buffer_size": 100, "batch_size": 256}, "buffer_size"),
+        ({"learning_starts": -1}, "learning_starts"),
+        ({"learning_rate": -1e-3}, "learning_rate"),
+        ({"train_freq": (1, "hour")}, "train_freq"),
+        ({"gradient_steps": 0}, "gradient_steps"),
+    ],
+)
+def test_hyperparameters_out_of_range(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        TD3("MlpPolicy", "Pendulum-v1", **kwargs)
+
+
+def test_wrong_types_raise_type_error():
+    with pytest.raises(TypeError, match="batch_size"):
+        TD3("MlpPolicy", "Pendulum-v1", batch_size=64.5)
+    with pytest.raises(TypeError, match="action_noise"):
+        TD3("MlpPolicy", "Pendulum-v1", action_noise="gaussian")
+    with pytest.raises(TypeError, match="env"):
+        TD3("MlpPolicy", 42)
+
+
+def test_unknown_policy_alias():
+    with pytest.raises(ValueError, match="policy 'CnnPolicyX'"):
+        TD3("CnnPolicyX", "Pendulum-v1")
+    with pytest.raises(TypeError, match="policy"):
+        DDPG(dict, "Pendulum-v1")
+
+
+@pytest.mark.parametrize(
+    "net_arch",
+    [
+        [64, 0],
+        [64, -3],
+        [64.0, 32],
+        "64,64",
+        [True, 4],
+        {"pi": [64]},
+        {"pi": [64], "qf": [64], "vf": [1]},
+        64,
+    ],
+)
+def test_bad_net_arch(net_arch):
+    with pytest.raises((ValueError, TypeError), match="net_arch"):
+        TD3("MlpPolicy", "Pendulum-v1", policy_kwargs={"net_arch": net_arch})
+
+
+def test_good_net_arch_dict_builds_separate_sizes():
+    model = TD3("MlpPolicy", "Pendulum-v1", policy_kwargs={"net_arch": {"pi": [8], "qf": [16, 4]}})
+    assert model.policy.actor.mu[0].out_features == 8
+    assert [w.shape[-1] for w in model.policy.critic.weights] == [16, 4, 1]
+
+
+def test_base_class_is_abstract():
+    with pytest.raises(TypeError, match="abstract"):
+        OffPolicyAlgorithm(
+            "MlpPolicy", "Pendulum-v1", policy_delay=1, target_policy_noise=0.0, target_noise_clip=0.0
+        )
+
+
+def test_dict_observation_space_rejected():
+    env = CounterEnv()
+    env.observation_space = spaces.Dict({"a": spaces.Box(-1, 1, (2,))})
+    with pytest.raises(TypeError, match="observation_space"):
+        TD3("MlpPolicy", env)
+
+
+def test_predict_rejects_reset_tuple_and_bad_shapes():
+    model = TD3("MlpPolicy", "Pendulum-v1", policy_kwargs={"net_arch": [8]})
+    obs, info = gym.make("Pendulum-v1").reset(seed=0)
+    with pytest.raises(TypeError, match="tuple"):
+        model.predict((obs, info))
+    with pytest.raises(ValueError, match="shape"):
+        model.predict(np.zeros(4, dtype=np.float32))
