@@ -130,7 +130,9 @@ class OrnsteinUhlenbeckActionNoise(_DecayingSigma, ActionNoise):
         theta: rate of mean reversion (DDPG paper: 0.15).
         dt: time step of the discretisation.
         initial_noise: the state after ``reset()``; zeros when omitted.
-        decay, min_sigma, seed: as for :class:`NormalActionNoise`.
+        decay: multiply sigma by this factor after every draw (1.0 = constant).
+        min_sigma: lower bound for the decayed sigma.
+        seed: seed of the noise's own generator.
     """
 
     def __init__(

@@ -52,6 +52,9 @@ def atomic_write(path: str | os.PathLike[str]) -> Iterator[IO[bytes]]:
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600 files; give the usual permissions
     try:
         with os.fdopen(fd, "wb") as fh:
             yield fh
