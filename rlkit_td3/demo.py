@@ -47,8 +47,7 @@ class _EvalProgress(BaseCallback):
             self.points.append((self.num_timesteps, mean, std))
             speed = self.num_timesteps / (time.perf_counter() - self.start)
             print(
-                f"[{self.num_timesteps:>6}/{self.total}] eval return {mean:8.1f} ± {std:6.1f}   "
-                f"({speed:5.0f} steps/s)",
+                f"[{self.num_timesteps:>6}/{self.total}] eval return {mean:8.1f} ± {std:6.1f}   ({speed:5.0f} steps/s)",
                 flush=True,
             )
         return True

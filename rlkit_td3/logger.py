@@ -32,10 +32,7 @@ class HumanOutputFormat(KVWriter):
 
     def write(self, values: dict[str, Any], step: int) -> None:
         stream = self.stream or sys.stdout
-        rows = [
-            (key, f"{val:<8.3g}" if isinstance(val, float) else str(val))
-            for key, val in sorted(values.items())
-        ]
+        rows = [(key, f"{val:<8.3g}" if isinstance(val, float) else str(val)) for key, val in sorted(values.items())]
         if not rows:
             return
         width_k = max(len(k) for k, _ in rows)
@@ -104,9 +101,7 @@ class Logger:
             writer.close()
 
 
-def configure(
-    folder: str | os.PathLike[str] | None = None, format_strings: list[str] | None = None
-) -> Logger:
+def configure(folder: str | os.PathLike[str] | None = None, format_strings: list[str] | None = None) -> Logger:
     """Build a logger. ``format_strings`` picks writers among ``"stdout"`` and ``"csv"`` (needs ``folder``).
 
     Raises:

@@ -20,9 +20,7 @@ import numpy as np
 def _as_vector(value: Any, name: str) -> np.ndarray:
     arr = np.asarray(value, dtype=np.float64)
     if arr.ndim != 1 or arr.size == 0:
-        raise ValueError(
-            f"{name} must be a non-empty 1-D array (one entry per action dimension), got {value!r}"
-        )
+        raise ValueError(f"{name} must be a non-empty 1-D array (one entry per action dimension), got {value!r}")
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} must be finite, got {value!r}")
     return arr
@@ -97,9 +95,7 @@ class NormalActionNoise(_DecayingSigma, ActionNoise):
         self.mean = _as_vector(mean, "mean")
         self._init_sigma(sigma, decay, min_sigma)
         if self.mean.shape != self._sigma0.shape:
-            raise ValueError(
-                f"mean and sigma must have the same shape, got {self.mean.shape} and {self._sigma0.shape}"
-            )
+            raise ValueError(f"mean and sigma must have the same shape, got {self.mean.shape} and {self._sigma0.shape}")
 
     def __call__(self) -> np.ndarray:
         sample = self._rng.normal(self.mean, self.sigma)
@@ -160,9 +156,7 @@ class OrnsteinUhlenbeckActionNoise(_DecayingSigma, ActionNoise):
     def __call__(self) -> np.ndarray:
         step = self._rng.standard_normal(self.mean.shape)
         self._state = (
-            self._state
-            + self.theta * (self.mean - self._state) * self.dt
-            + self.sigma * np.sqrt(self.dt) * step
+            self._state + self.theta * (self.mean - self._state) * self.dt + self.sigma * np.sqrt(self.dt) * step
         )
         self.n_draws += 1
         return self._state.astype(np.float32)
@@ -207,9 +201,7 @@ class VectorizedActionNoise(ActionNoise):
         self.seed(seed)
 
     def seed(self, seed: int | None) -> None:
-        children = (
-            np.random.SeedSequence(seed).spawn(self.n_envs) if seed is not None else [None] * self.n_envs
-        )
+        children = np.random.SeedSequence(seed).spawn(self.n_envs) if seed is not None else [None] * self.n_envs
         for noise, child in zip(self.noises, children):
             noise.seed(None if child is None else int(child.generate_state(1)[0]))
 

@@ -69,9 +69,7 @@ def _check_float(name: str, value: Any, low: float, high: float, low_open: bool 
 def _parse_train_freq(train_freq: Any) -> tuple[int, str]:
     if isinstance(train_freq, (tuple, list)):
         if len(train_freq) != 2 or train_freq[1] not in _TRAIN_FREQ_UNITS:
-            raise ValueError(
-                f"train_freq must be an int or a tuple (n, 'step'|'episode'), got {train_freq!r}"
-            )
+            raise ValueError(f"train_freq must be an int or a tuple (n, 'step'|'episode'), got {train_freq!r}")
         return _check_int("train_freq", train_freq[0], 1), str(train_freq[1])
     return _check_int("train_freq", train_freq, 1), "step"
 
@@ -195,9 +193,7 @@ class OffPolicyAlgorithm:
             None if actor_learning_rate is None else as_schedule(actor_learning_rate, "actor_learning_rate")
         )
         self.critic_learning_rate = (
-            None
-            if critic_learning_rate is None
-            else as_schedule(critic_learning_rate, "critic_learning_rate")
+            None if critic_learning_rate is None else as_schedule(critic_learning_rate, "critic_learning_rate")
         )
         self.buffer_size = _check_int("buffer_size", buffer_size, 1)
         self.batch_size = _check_int("batch_size", batch_size, 1)
@@ -219,9 +215,7 @@ class OffPolicyAlgorithm:
         if replay_buffer_class is not None and not (
             isinstance(replay_buffer_class, type) and issubclass(replay_buffer_class, ReplayBuffer)
         ):
-            raise TypeError(
-                f"replay_buffer_class must be a ReplayBuffer subclass, got {replay_buffer_class!r}"
-            )
+            raise TypeError(f"replay_buffer_class must be a ReplayBuffer subclass, got {replay_buffer_class!r}")
         self.replay_buffer_class = replay_buffer_class or ReplayBuffer
         self.replay_buffer_kwargs = dict(replay_buffer_kwargs or {})
         if policy_kwargs is not None and not isinstance(policy_kwargs, dict):
@@ -254,9 +248,7 @@ class OffPolicyAlgorithm:
     def _set_env_and_spaces(self, env: VectorEnv) -> None:
         obs_space = env.single_observation_space
         if not isinstance(obs_space, spaces.Box):
-            raise TypeError(
-                f"observation_space must be a gymnasium.spaces.Box for MlpPolicy, got {obs_space!r}"
-            )
+            raise TypeError(f"observation_space must be a gymnasium.spaces.Box for MlpPolicy, got {obs_space!r}")
         self.action_space = check_action_space(env.single_action_space)
         self.observation_space = obs_space
         self.env = env
@@ -349,9 +341,7 @@ class OffPolicyAlgorithm:
             if not spaces_equal(mine, theirs):
                 raise ValueError(f"the env's {name} {theirs!r} differs from the model's {mine!r}")
         if hasattr(self, "replay_buffer") and vec.num_envs > self.replay_buffer.n_envs:
-            raise ValueError(
-                f"the env has n_envs={vec.num_envs}, the model was built for {self.replay_buffer.n_envs}"
-            )
+            raise ValueError(f"the env has n_envs={vec.num_envs}, the model was built for {self.replay_buffer.n_envs}")
 
     # ------------------------------------------------------------------ learning loop
     def learn(
@@ -419,9 +409,7 @@ class OffPolicyAlgorithm:
         freq, unit = self.train_freq
         n_calls = n_episodes = collected = 0
         callback.on_rollout_start()
-        while (
-            n_calls < freq if unit == "step" else n_episodes < freq
-        ) and self.num_timesteps < self._total_timesteps:
+        while (n_calls < freq if unit == "step" else n_episodes < freq) and self.num_timesteps < self._total_timesteps:
             obs = self._last_obs
             actions = self._sample_action(obs)
             env_actions = self.policy.unscale_action(actions.reshape(self.n_envs, *self.action_space.shape))
@@ -432,9 +420,7 @@ class OffPolicyAlgorithm:
             callback.update_locals(locals())
             if not callback.on_step():
                 return False, collected
-            valid = self._store_transition(
-                obs, new_obs, actions, rewards, terminated, truncated, dones, infos
-            )
+            valid = self._store_transition(obs, new_obs, actions, rewards, terminated, truncated, dones, infos)
             collected += int(valid.sum())
             self._current_progress_remaining = 1.0 - (self.num_timesteps - self._start_timesteps) / max(
                 1, self._total_timesteps - self._start_timesteps
@@ -446,9 +432,7 @@ class OffPolicyAlgorithm:
     def _sample_action(self, obs: np.ndarray) -> np.ndarray:
         """Normalised actions: uniform during warm-up, then the actor plus exploration noise, clipped."""
         if self.num_timesteps < self.learning_starts:
-            return self._warmup_rng.uniform(-1.0, 1.0, size=(self.n_envs, self._action_dim)).astype(
-                np.float32
-            )
+            return self._warmup_rng.uniform(-1.0, 1.0, size=(self.n_envs, self._action_dim)).astype(np.float32)
         actions = self.policy.actor_numpy(obs)
         if self.action_noise is not None:
             actions = np.clip(actions + self.action_noise(), -1.0, 1.0, dtype=np.float32)
@@ -498,9 +482,7 @@ class OffPolicyAlgorithm:
         self._last_obs = new_obs
         return valid
 
-    def _track_episodes(
-        self, rewards: np.ndarray, dones: np.ndarray, valid: np.ndarray, log_interval: int
-    ) -> int:
+    def _track_episodes(self, rewards: np.ndarray, dones: np.ndarray, valid: np.ndarray, log_interval: int) -> int:
         """Episode returns and lengths, per-env noise resets and the periodic log; returns episodes ended."""
         self._ep_returns += np.where(valid, rewards, 0.0)
         self._ep_lengths += valid
@@ -582,9 +564,7 @@ class OffPolicyAlgorithm:
 
         if update_actor:
             # Delayed policy update: ascend Q1(s, π(s)); no gradient is computed for critic parameters.
-            actor_loss = -policy.critic.q1_forward(
-                batch.observations, policy.actor(batch.observations)
-            ).mean()
+            actor_loss = -policy.critic.q1_forward(batch.observations, policy.actor(batch.observations)).mean()
             policy.actor_optimizer.zero_grad(set_to_none=True)
             actor_loss.backward()
             policy.actor_optimizer.step()
@@ -623,9 +603,7 @@ class OffPolicyAlgorithm:
         obs_shape = self.observation_space.shape
         single = obs.shape == obs_shape
         if not single and obs.shape[1:] != obs_shape:
-            raise ValueError(
-                f"observation has shape {obs.shape}; expected {obs_shape} or (batch, *{obs_shape})"
-            )
+            raise ValueError(f"observation has shape {obs.shape}; expected {obs_shape} or (batch, *{obs_shape})")
         batch = obs.reshape(-1, *obs_shape)
         actions = self.policy.actor_numpy(batch)
         if not deterministic and self.action_noise is not None:
@@ -696,9 +674,7 @@ class OffPolicyAlgorithm:
             },
             "schedules": {
                 "learning_rate": self._schedule_entry("learning_rate", self.learning_rate, pickled),
-                "actor_learning_rate": self._schedule_entry(
-                    "actor_learning_rate", self.actor_learning_rate, pickled
-                ),
+                "actor_learning_rate": self._schedule_entry("actor_learning_rate", self.actor_learning_rate, pickled),
                 "critic_learning_rate": self._schedule_entry(
                     "critic_learning_rate", self.critic_learning_rate, pickled
                 ),
@@ -798,9 +774,7 @@ class OffPolicyAlgorithm:
             model.policy.actor_optimizer.load_state_dict(tensors["actor_optimizer"])
             model.policy.critic_optimizer.load_state_dict(tensors["critic_optimizer"])
         except (KeyError, RuntimeError, ValueError) as exc:
-            raise ModelFileError(
-                f"{path}: network or optimizer state does not fit the model ({exc})"
-            ) from exc
+            raise ModelFileError(f"{path}: network or optimizer state does not fit the model ({exc})") from exc
         model.num_timesteps = int(counters["num_timesteps"])
         model._n_updates = int(counters["n_updates"])
         model._episode_num = int(counters["episode_num"])
@@ -838,8 +812,7 @@ class OffPolicyAlgorithm:
         buffer = metadata["replay_buffer"]
         return {
             **hyper,
-            "policy": custom.pop("policy_class", None)
-            or class_from_name(policy["class"], POLICY_ALIASES, "policy"),
+            "policy": custom.pop("policy_class", None) or class_from_name(policy["class"], POLICY_ALIASES, "policy"),
             "learning_rate": restore("learning_rate", schedules["learning_rate"], schedule_from_dict),
             "actor_learning_rate": restore(
                 "actor_learning_rate", schedules.get("actor_learning_rate"), schedule_from_dict

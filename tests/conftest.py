@@ -36,9 +36,7 @@ class CounterEnv(gym.Env):
 
 
 def make_counter(max_steps: int = 5, terminate_at: int | None = None, **kwargs) -> gym.Env:
-    return gym.wrappers.TimeLimit(
-        CounterEnv(terminate_at=terminate_at, **kwargs), max_episode_steps=max_steps
-    )
+    return gym.wrappers.TimeLimit(CounterEnv(terminate_at=terminate_at, **kwargs), max_episode_steps=max_steps)
 
 
 @pytest.fixture(autouse=True)

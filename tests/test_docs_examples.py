@@ -19,9 +19,7 @@ def _blocks(page: Path) -> list[str]:
     return [m["code"] for m in BLOCK.finditer(page.read_text()) if not m["skip"]]
 
 
-@pytest.mark.parametrize(
-    "page", [p for p in PAGES if _blocks(p)], ids=lambda p: p.relative_to(ROOT).as_posix()
-)
+@pytest.mark.parametrize("page", [p for p in PAGES if _blocks(p)], ids=lambda p: p.relative_to(ROOT).as_posix())
 def test_page_code_runs(page, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     namespace: dict = {"__name__": "__docs__"}

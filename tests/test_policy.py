@@ -24,9 +24,7 @@ def test_scale_unscale_round_trip_asymmetric_bounds():
     np.testing.assert_allclose(policy.unscale_action(np.array([1.0, 1.0, 1.0])), ACT.high)
     np.testing.assert_allclose(policy.unscale_action(np.zeros(3)), [-0.5, 2.5, 10.25])
     actions = np.random.default_rng(0).uniform(ACT.low, ACT.high, size=(50, 3))
-    np.testing.assert_allclose(
-        policy.unscale_action(policy.scale_action(actions)), actions, rtol=1e-5, atol=1e-5
-    )
+    np.testing.assert_allclose(policy.unscale_action(policy.scale_action(actions)), actions, rtol=1e-5, atol=1e-5)
 
 
 def test_predict_stays_within_asymmetric_bounds():

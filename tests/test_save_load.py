@@ -79,9 +79,7 @@ def test_continue_training_with_buffer(tmp_path):
     loaded = TD3.load(tmp_path / "m.zip", env=gym.make("Pendulum-v1"))
     loaded.load_replay_buffer(tmp_path / "buffer.npz")
     assert loaded.replay_buffer.size() == 500
-    np.testing.assert_array_equal(
-        loaded.replay_buffer.observations[:500], model.replay_buffer.observations[:500]
-    )
+    np.testing.assert_array_equal(loaded.replay_buffer.observations[:500], model.replay_buffer.observations[:500])
     loaded.learn(300, reset_num_timesteps=False)
     assert loaded.num_timesteps == 800
     assert loaded.replay_buffer.size() == 800
@@ -90,9 +88,7 @@ def test_continue_training_with_buffer(tmp_path):
 
 def test_schedules_and_noise_saved_declaratively(tmp_path):
     noise = OrnsteinUhlenbeckActionNoise([0.0], [0.3], decay=0.999)
-    model = TD3(
-        "MlpPolicy", "Pendulum-v1", **SMALL, learning_rate=LinearSchedule(1e-3, 1e-4), action_noise=noise
-    )
+    model = TD3("MlpPolicy", "Pendulum-v1", **SMALL, learning_rate=LinearSchedule(1e-3, 1e-4), action_noise=noise)
     model.save(tmp_path / "m.zip")
     loaded = TD3.load(tmp_path / "m.zip")
     assert loaded.learning_rate == LinearSchedule(1e-3, 1e-4)

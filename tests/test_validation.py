@@ -98,9 +98,7 @@ def test_good_net_arch_dict_builds_separate_sizes():
 
 def test_base_class_is_abstract():
     with pytest.raises(TypeError, match="abstract"):
-        OffPolicyAlgorithm(
-            "MlpPolicy", "Pendulum-v1", policy_delay=1, target_policy_noise=0.0, target_noise_clip=0.0
-        )
+        OffPolicyAlgorithm("MlpPolicy", "Pendulum-v1", policy_delay=1, target_policy_noise=0.0, target_noise_clip=0.0)
 
 
 def test_dict_observation_space_rejected():

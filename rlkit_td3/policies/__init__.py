@@ -24,9 +24,7 @@ def get_policy_class(policy: "str | type[TD3Policy]") -> type[TD3Policy]:
     """
     if isinstance(policy, str):
         if policy not in POLICY_ALIASES:
-            raise ValueError(
-                f"policy {policy!r} is not a known policy alias; known: {sorted(POLICY_ALIASES)}"
-            )
+            raise ValueError(f"policy {policy!r} is not a known policy alias; known: {sorted(POLICY_ALIASES)}")
         return POLICY_ALIASES[policy]
     if isinstance(policy, type) and issubclass(policy, TD3Policy):
         return policy

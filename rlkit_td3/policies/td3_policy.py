@@ -44,9 +44,7 @@ def parse_net_arch(net_arch: Any) -> tuple[list[int], list[int]]:
 
     if isinstance(net_arch, dict):
         if set(net_arch) != {"pi", "qf"}:
-            raise ValueError(
-                f"net_arch as a dict must have exactly the keys 'pi' and 'qf', got {sorted(net_arch)}"
-            )
+            raise ValueError(f"net_arch as a dict must have exactly the keys 'pi' and 'qf', got {sorted(net_arch)}")
         return sizes(net_arch["pi"], "net_arch['pi']"), sizes(net_arch["qf"], "net_arch['qf']")
     arch = sizes(net_arch, "net_arch")
     return arch, list(arch)
@@ -64,9 +62,7 @@ def _mlp(in_dim: int, hidden: Sequence[int], out_dim: int, activation_fn: type[n
 class Actor(nn.Module):
     """Deterministic actor: flattened observation → MLP → tanh, in normalised action units."""
 
-    def __init__(
-        self, obs_dim: int, action_dim: int, net_arch: Sequence[int], activation_fn: type[nn.Module]
-    ):
+    def __init__(self, obs_dim: int, action_dim: int, net_arch: Sequence[int], activation_fn: type[nn.Module]):
         super().__init__()
         self.mu = nn.Sequential(*_mlp(obs_dim, net_arch, action_dim, activation_fn), nn.Tanh())
 
@@ -172,9 +168,7 @@ class TD3Policy(nn.Module):
                 f"observation_space must be a gymnasium.spaces.Box for MlpPolicy, got {observation_space!r}"
             )
         if not (isinstance(activation_fn, type) and issubclass(activation_fn, nn.Module)):
-            raise TypeError(
-                f"activation_fn must be an nn.Module class such as nn.ReLU, got {activation_fn!r}"
-            )
+            raise TypeError(f"activation_fn must be an nn.Module class such as nn.ReLU, got {activation_fn!r}")
         if not (isinstance(optimizer_class, type) and issubclass(optimizer_class, torch.optim.Optimizer)):
             raise TypeError(f"optimizer_class must be a torch.optim.Optimizer class, got {optimizer_class!r}")
         self.observation_space = observation_space
@@ -205,9 +199,7 @@ class TD3Policy(nn.Module):
 
     def _make_optimizer(self, params: Any, lr: float) -> torch.optim.Optimizer:
         kwargs = dict(self.optimizer_kwargs)
-        if self.optimizer_class in (torch.optim.Adam, torch.optim.AdamW) and not {"fused", "foreach"} & set(
-            kwargs
-        ):
+        if self.optimizer_class in (torch.optim.Adam, torch.optim.AdamW) and not {"fused", "foreach"} & set(kwargs):
             kwargs["fused"] = True
         return self.optimizer_class(params, lr=lr, **kwargs)
 
