@@ -240,6 +240,7 @@ class OffPolicyAlgorithm:
         self._total_timesteps = 0
         self._current_progress_remaining = 1.0
         self._last_obs: np.ndarray | None = None
+        self._env_seeded = False
         self.logger: Logger = configure(None, ["stdout"] if self.verbose >= 1 else [])
         if _init_setup_model:
             self._setup_model()
@@ -390,7 +391,9 @@ class OffPolicyAlgorithm:
         return self
 
     def _reset_env(self) -> None:
-        seed = self.seed if self.seed is not None and self.num_timesteps == 0 else None
+        # The env is seeded once, at the model's first reset; later resets continue its RNG.
+        seed = None if self._env_seeded else self.seed
+        self._env_seeded = True
         obs, _ = self.env.reset(seed=seed)
         self._last_obs = obs
         self._needs_reset = np.zeros(self.n_envs, dtype=bool)

@@ -106,3 +106,13 @@ def test_same_seed_same_run_different_seed_differs():
 
     assert np.array_equal(run(5), run(5))
     assert not np.array_equal(run(5), run(6))
+
+
+def test_env_is_seeded_once_per_model():
+    model = TD3("MlpPolicy", "Pendulum-v1", **KW)
+    model.learn(5)
+    first = model.replay_buffer.observations[0].copy()
+    model.learn(5)  # reset_num_timesteps=True resets the env, but does not re-seed it
+    assert not np.array_equal(model.replay_buffer.observations[5], first)
+    again = TD3("MlpPolicy", "Pendulum-v1", **KW).learn(5)
+    np.testing.assert_array_equal(again.replay_buffer.observations[0], first)
