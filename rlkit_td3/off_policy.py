@@ -144,6 +144,8 @@ class OffPolicyAlgorithm:
             σ = 0.1; ``None`` turns exploration noise off.
         replay_buffer_class: a :class:`~rlkit_td3.buffers.ReplayBuffer` subclass (default ``ReplayBuffer``).
         replay_buffer_kwargs: extra keyword arguments for the buffer.
+        optimize_memory_usage: store each observation once in the replay buffer (about half the memory);
+            terminations and truncations stay exact (see :class:`~rlkit_td3.buffers.ReplayBuffer`).
         policy_delay: update the actor and the targets every ``policy_delay`` critic updates.
         target_policy_noise: σ of the Gaussian noise added to target actions (0 turns smoothing off).
         target_noise_clip: the smoothing noise is clipped to ±``target_noise_clip``.
@@ -173,6 +175,7 @@ class OffPolicyAlgorithm:
         action_noise: ActionNoise | str | None = "default",
         replay_buffer_class: type[ReplayBuffer] | None = None,
         replay_buffer_kwargs: dict[str, Any] | None = None,
+        optimize_memory_usage: bool = False,
         *,
         policy_delay: int,
         target_policy_noise: float,
@@ -218,6 +221,9 @@ class OffPolicyAlgorithm:
             raise TypeError(f"replay_buffer_class must be a ReplayBuffer subclass, got {replay_buffer_class!r}")
         self.replay_buffer_class = replay_buffer_class or ReplayBuffer
         self.replay_buffer_kwargs = dict(replay_buffer_kwargs or {})
+        if not isinstance(optimize_memory_usage, bool):
+            raise TypeError(f"optimize_memory_usage must be a bool, got {optimize_memory_usage!r}")
+        self.optimize_memory_usage = optimize_memory_usage
         if policy_kwargs is not None and not isinstance(policy_kwargs, dict):
             raise TypeError(f"policy_kwargs must be a dict, got {policy_kwargs!r}")
         self.policy_kwargs = dict(policy_kwargs or {})
@@ -283,7 +289,7 @@ class OffPolicyAlgorithm:
             device=self.device,
             n_envs=self.n_envs,
             seed=buffer_seed,
-            **self.replay_buffer_kwargs,
+            **{"optimize_memory_usage": self.optimize_memory_usage, **self.replay_buffer_kwargs},
         )
         self.action_noise = self._make_action_noise(noise_seed)
         self._warmup_rng = np.random.default_rng(warmup_seed)
@@ -478,6 +484,7 @@ class OffPolicyAlgorithm:
                 rewards[valid],
                 terminated[valid],
                 truncated[valid],
+                env_indices=np.flatnonzero(valid),
             )
         if mode == AutoresetMode.DISABLED and dones.any():
             reset_obs, _ = self.env.reset(options={"reset_mask": dones})
@@ -669,6 +676,7 @@ class OffPolicyAlgorithm:
                 "gamma": self.gamma,
                 "train_freq": list(self.train_freq),
                 "gradient_steps": self.gradient_steps,
+                "optimize_memory_usage": self.optimize_memory_usage,
                 "policy_delay": self.policy_delay,
                 "target_policy_noise": self.target_policy_noise,
                 "target_noise_clip": self.target_noise_clip,

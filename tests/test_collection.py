@@ -5,6 +5,7 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 import pytest
+import torch
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
 from rlkit_td3 import TD3
@@ -116,3 +117,27 @@ def test_env_is_seeded_once_per_model():
     assert not np.array_equal(model.replay_buffer.observations[5], first)
     again = TD3("MlpPolicy", "Pendulum-v1", **KW).learn(5)
     np.testing.assert_array_equal(again.replay_buffer.observations[0], first)
+
+
+def test_optimize_memory_usage_trains_bit_for_bit_like_the_plain_buffer():
+    # Pendulum truncates every 200 steps: the final observations come from the buffer's side table.
+    kw = dict(learning_starts=200, batch_size=32, policy_kwargs={"net_arch": [16]}, seed=4)
+    plain = TD3("MlpPolicy", "Pendulum-v1", **kw).learn(700)
+    optimized = TD3("MlpPolicy", "Pendulum-v1", optimize_memory_usage=True, **kw).learn(700)
+    assert optimized.replay_buffer.next_observations is None and len(optimized.replay_buffer._final_obs) == 3
+    for a, b in zip(plain.policy.parameters(), optimized.policy.parameters()):
+        assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize("mode", [AutoresetMode.SAME_STEP, AutoresetMode.NEXT_STEP])
+def test_optimize_memory_usage_vector_env_stores_the_same_transitions(mode):
+    def stored(optimize: bool) -> set:
+        env = SyncVectorEnv([lambda i=i: make_counter(5, 3 if i else None) for i in range(3)], autoreset_mode=mode)
+        model = TD3("MlpPolicy", env, optimize_memory_usage=optimize, **KW).learn(90)
+        rb = model.replay_buffer
+        batch = rb._get_samples(rb._rows_of(np.arange(rb.size())) if optimize else np.arange(rb.size()))
+        rows = zip(*(t.numpy() for t in (batch.observations, batch.next_observations, batch.terminated)))
+        return sorted((tuple(o), tuple(n), float(d)) for o, n, d in rows)
+
+    plain, optimized = stored(False), stored(True)
+    assert plain == optimized and len(plain) > 60

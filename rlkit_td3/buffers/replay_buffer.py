@@ -7,6 +7,14 @@ generator; both are O(batch), independent of how full the buffer is.
 
 Actions are stored in the policy's normalised units ([-1, 1]). ``terminated`` and ``truncated`` are
 kept apart: the TD3 target bootstraps through a time-limit truncation and stops only at termination.
+
+With ``optimize_memory_usage=True`` each observation is stored once: every env gets its own ring of
+``buffer_size // n_envs`` rows, and the next observation of a transition is the observation of the next row
+of the same env. Where that is not the true next observation (the transition ended an episode, whatever the
+reason, or the caller's data jumps), the true one is kept in a small side table, so terminations and
+truncations are handled exactly. One row per env holds the newest next observation instead of a transition,
+so the capacity is ``n_envs * (buffer_size // n_envs - 1)`` transitions. (Stable-Baselines3 refuses this
+option together with time-limit handling, SB3#934.)
 """
 
 from __future__ import annotations
@@ -50,6 +58,8 @@ class ReplayBuffer:
         device: where sampled batches are put.
         n_envs: the number of envs feeding the buffer; ``add`` accepts up to this many rows.
         seed: seed of the buffer's own sampling generator.
+        optimize_memory_usage: store each observation once (no ``next_observations`` array); about half the
+            memory for observation-dominated data. Sampled batches are the same transitions.
     """
 
     def __init__(
@@ -60,6 +70,7 @@ class ReplayBuffer:
         device: torch.device | str = "cpu",
         n_envs: int = 1,
         seed: int | None = None,
+        optimize_memory_usage: bool = False,
     ) -> None:
         if isinstance(buffer_size, bool) or not isinstance(buffer_size, (int, np.integer)) or buffer_size < 1:
             raise ValueError(f"buffer_size must be a positive int, got {buffer_size!r}")
@@ -72,13 +83,29 @@ class ReplayBuffer:
         self.action_dim = int(np.prod(_flat_box_dim(action_space, "action_space")))
         self.device = torch.device(device)
         self.n_envs = n_envs
+        if not isinstance(optimize_memory_usage, bool):
+            raise TypeError(f"optimize_memory_usage must be a bool, got {optimize_memory_usage!r}")
+        self.optimize_memory_usage = optimize_memory_usage
         self.pos = 0
         self.full = False
         self._rng = np.random.default_rng(seed)
 
         n = self.buffer_size
+        if optimize_memory_usage:
+            self._n_slots = n // n_envs
+            if self._n_slots < 2:
+                raise ValueError(
+                    f"buffer_size must be >= 2 * n_envs ({2 * n_envs}) with optimize_memory_usage=True, got {n}"
+                )
+            n = self._n_slots * n_envs
+            self._env_pos = np.zeros(n_envs, dtype=np.int64)
+            self._env_full = np.zeros(n_envs, dtype=bool)
+            self._env_has_next = np.zeros(n_envs, dtype=bool)
+            self._final_obs: dict[int, np.ndarray] = {}  # row -> its true next observation
         self.observations = np.zeros((n, *self.obs_shape), dtype=np.float32)
-        self.next_observations = np.zeros((n, *self.obs_shape), dtype=np.float32)
+        self.next_observations: np.ndarray | None = (
+            None if optimize_memory_usage else np.zeros((n, *self.obs_shape), dtype=np.float32)
+        )
         self.actions = np.zeros((n, self.action_dim), dtype=np.float32)
         self.rewards = np.zeros(n, dtype=np.float32)
         self.terminated = np.zeros(n, dtype=bool)
@@ -87,18 +114,28 @@ class ReplayBuffer:
     # ------------------------------------------------------------------ size
     def size(self) -> int:
         """Number of transitions stored."""
+        if self.optimize_memory_usage:
+            return int(self._env_sizes().sum())
         return self.buffer_size if self.full else self.pos
+
+    def _env_sizes(self) -> np.ndarray:
+        # Optimized layout: while an env's ring is not full its transitions are rows [0, pos); once full,
+        # every row but ``pos`` (which holds the newest next observation).
+        return np.where(self._env_full, self._n_slots - 1, self._env_pos)
 
     def __len__(self) -> int:
         return self.size()
 
     @property
     def nbytes(self) -> int:
-        """Bytes held by the preallocated storage."""
-        return sum(a.nbytes for a in self._arrays().values())
+        """Bytes held by the storage (with ``optimize_memory_usage``, the side table's entries included)."""
+        total = sum(a.nbytes for a in self._arrays().values())
+        if self.optimize_memory_usage:
+            total += sum(a.nbytes for a in self._final_obs.values())
+        return total
 
     def _arrays(self) -> dict[str, np.ndarray]:
-        return {
+        arrays = {
             "observations": self.observations,
             "next_observations": self.next_observations,
             "actions": self.actions,
@@ -106,6 +143,7 @@ class ReplayBuffer:
             "terminated": self.terminated,
             "truncated": self.truncated,
         }
+        return {name: array for name, array in arrays.items() if array is not None}
 
     def seed(self, seed: int | None) -> None:
         """Re-seed the sampling generator."""
@@ -120,17 +158,23 @@ class ReplayBuffer:
         reward: np.ndarray,
         terminated: np.ndarray,
         truncated: np.ndarray,
+        env_indices: np.ndarray | None = None,
     ) -> None:
         """Store ``k`` transitions (``1 <= k <= n_envs``), each argument with leading dimension ``k``.
 
         ``action`` is in normalised units; ``next_obs`` must be the true next observation (the final
         observation for an episode that ended, never the first observation of the next episode).
+        ``env_indices`` says which env each row comes from (default ``0 .. k-1``); only the
+        memory-optimized layout uses it.
         """
         k = len(reward)
         if k == 0:
             return
         if k > self.n_envs:
             raise ValueError(f"add() got {k} transitions but the buffer was built for n_envs={self.n_envs}")
+        if self.optimize_memory_usage:
+            self._add_per_env(obs, next_obs, action, reward, terminated, truncated, env_indices, k)
+            return
         end = self.pos + k
         if end <= self.buffer_size:
             idx: slice | np.ndarray = slice(self.pos, end)
@@ -146,6 +190,51 @@ class ReplayBuffer:
             self.full = True
         self.pos = end % self.buffer_size
 
+    def _add_per_env(
+        self,
+        obs: np.ndarray,
+        next_obs: np.ndarray,
+        action: np.ndarray,
+        reward: np.ndarray,
+        terminated: np.ndarray,
+        truncated: np.ndarray,
+        env_indices: np.ndarray | None,
+        k: int,
+    ) -> None:
+        envs = range(k) if env_indices is None else [int(e) for e in np.asarray(env_indices).reshape(k)]
+        obs = np.reshape(obs, (k, *self.obs_shape))
+        next_obs = np.reshape(next_obs, (k, *self.obs_shape))
+        action = np.reshape(action, (k, self.action_dim))
+        reward, terminated, truncated = np.reshape(reward, k), np.reshape(terminated, k), np.reshape(truncated, k)
+        slots, table = self._n_slots, self._final_obs
+        for i, env in enumerate(envs):
+            if not 0 <= env < self.n_envs:
+                raise ValueError(f"env_indices must be in [0, {self.n_envs}), got {env}")
+            pos = int(self._env_pos[env])
+            row = env * slots + pos
+            # This row holds the next observation of the env's previous transition. If the new transition
+            # does not start from it (an episode ended, or the data jumps), keep it in the side table.
+            if self._env_has_next[env]:
+                prev = env * slots + (pos - 1) % slots
+                if prev not in table and not np.array_equal(self.observations[row], obs[i]):
+                    table[prev] = self.observations[row].copy()
+            table.pop(row, None)
+            self.observations[row] = obs[i]
+            self.actions[row] = action[i]
+            self.rewards[row] = reward[i]
+            self.terminated[row] = terminated[i]
+            self.truncated[row] = truncated[i]
+            # The next row receives this transition's next observation; when the ring is full it held the
+            # oldest transition, which is dropped.
+            nxt = env * slots + (pos + 1) % slots
+            table.pop(nxt, None)
+            self.observations[nxt] = next_obs[i]
+            self._env_has_next[env] = True
+            if pos + 1 == slots:
+                self._env_full[env] = True
+            self._env_pos[env] = (pos + 1) % slots
+        self.full = bool(self._env_full.all())
+
     def sample(self, batch_size: int) -> ReplayBufferSamples:
         """Draw ``batch_size`` transitions uniformly, with replacement.
 
@@ -158,7 +247,31 @@ class ReplayBuffer:
         if batch_size < 1:
             raise ValueError(f"batch_size must be positive, got {batch_size!r}")
         idx = self._rng.integers(0, size, size=batch_size)
+        if self.optimize_memory_usage:
+            idx = self._rows_of(idx)
         return self._get_samples(idx)
+
+    def _rows_of(self, draws: np.ndarray) -> np.ndarray:
+        """Map uniform draws in ``[0, size)`` to rows of the per-env rings (optimized layout)."""
+        sizes = self._env_sizes()
+        ends = np.cumsum(sizes)
+        env = np.searchsorted(ends, draws, side="right")
+        offset = draws - (ends[env] - sizes[env])
+        slot = np.where(self._env_full[env], (self._env_pos[env] + 1 + offset) % self._n_slots, offset)
+        return env * self._n_slots + slot
+
+    def _next_observations_of(self, rows: np.ndarray) -> np.ndarray:
+        if not self.optimize_memory_usage:
+            return self.next_observations[rows]
+        slots = self._n_slots
+        next_obs = self.observations[rows - rows % slots + (rows % slots + 1) % slots]
+        table = self._final_obs
+        if table:
+            for i, row in enumerate(rows.tolist()):
+                final = table.get(row)
+                if final is not None:
+                    next_obs[i] = final
+        return next_obs
 
     def _get_samples(self, idx: np.ndarray) -> ReplayBufferSamples:
         def to_tensor(array: np.ndarray) -> torch.Tensor:
@@ -167,7 +280,7 @@ class ReplayBuffer:
         return ReplayBufferSamples(
             observations=to_tensor(self.observations[idx]),
             actions=to_tensor(self.actions[idx]),
-            next_observations=to_tensor(self.next_observations[idx]),
+            next_observations=to_tensor(self._next_observations_of(idx)),
             rewards=to_tensor(self.rewards[idx]),
             terminated=to_tensor(self.terminated[idx].astype(np.float32)),
             truncated=to_tensor(self.truncated[idx].astype(np.float32)),
@@ -179,27 +292,50 @@ class ReplayBuffer:
 
         The file is written atomically and holds no pickled objects.
         """
-        size = self.size()
-        meta = {
+        meta: dict = {
             "buffer_size": self.buffer_size,
             "pos": self.pos,
             "full": self.full,
-            "size": size,
+            "size": self.size(),
             "obs_shape": list(self.obs_shape),
             "action_dim": self.action_dim,
             "rng_state": self._rng.bit_generator.state,
+            "optimize_memory_usage": self.optimize_memory_usage,
+            "n_envs": self.n_envs,
         }
-        arrays = {name: array[:size] for name, array in self._arrays().items()}
+        if self.optimize_memory_usage:
+            filled = self._env_filled_rows()
+            rows = np.concatenate([e * self._n_slots + np.arange(n) for e, n in enumerate(filled)])
+            arrays = {name: array[rows] for name, array in self._arrays().items()}
+            final_rows = np.array(sorted(self._final_obs), dtype=np.int64)
+            arrays["final_rows"] = final_rows
+            arrays["final_obs"] = np.array([self._final_obs[r] for r in final_rows.tolist()], dtype=np.float32).reshape(
+                len(final_rows), *self.obs_shape
+            )
+            meta.update(
+                n_slots=self._n_slots,
+                env_pos=self._env_pos.tolist(),
+                env_full=self._env_full.tolist(),
+                env_has_next=self._env_has_next.tolist(),
+                env_filled=filled.tolist(),
+            )
+        else:
+            arrays = {name: array[: self.size()] for name, array in self._arrays().items()}
         buf = io.BytesIO()
         np.savez(buf, meta=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8), **arrays)
         with atomic_write(path) as fh:
             fh.write(buf.getvalue())
 
+    def _env_filled_rows(self) -> np.ndarray:
+        # Rows of each env's ring that hold data: its transitions plus the row with the newest next observation.
+        return np.where(self._env_full, self._n_slots, self._env_pos + self._env_has_next)
+
     def load(self, path: str | os.PathLike[str]) -> None:
         """Restore a buffer written by :meth:`save` into this buffer (same shapes, same capacity or larger).
 
         Raises:
-            ValueError: the file does not match this buffer's shapes or does not fit.
+            ValueError: the file does not match this buffer's shapes, layout (``optimize_memory_usage``,
+                ``n_envs``) or capacity.
         """
         with np.load(path, allow_pickle=False) as data:
             meta = json.loads(bytes(data["meta"]).decode())
@@ -208,19 +344,48 @@ class ReplayBuffer:
                     f"replay buffer file has obs shape {tuple(meta['obs_shape'])} and action dim "
                     f"{meta['action_dim']}, this buffer has {self.obs_shape} and {self.action_dim}"
                 )
-            size = int(meta["size"])
-            if size > self.buffer_size or (meta["full"] and meta["buffer_size"] != self.buffer_size):
+            optimized = bool(meta.get("optimize_memory_usage", False))
+            if optimized != self.optimize_memory_usage:
                 raise ValueError(
-                    f"replay buffer file holds {size} transitions of a buffer of {meta['buffer_size']}; "
-                    f"this buffer has buffer_size={self.buffer_size}"
+                    f"replay buffer file was saved with optimize_memory_usage={optimized}, "
+                    f"this buffer has optimize_memory_usage={self.optimize_memory_usage}"
                 )
-            for name, array in self._arrays().items():
-                array[:size] = data[name]
-        self.pos = int(meta["pos"])
-        self.full = bool(meta["full"])
+            if optimized:
+                self._load_per_env(meta, data)
+            else:
+                size = int(meta["size"])
+                if size > self.buffer_size or (meta["full"] and meta["buffer_size"] != self.buffer_size):
+                    raise ValueError(
+                        f"replay buffer file holds {size} transitions of a buffer of {meta['buffer_size']}; "
+                        f"this buffer has buffer_size={self.buffer_size}"
+                    )
+                for name, array in self._arrays().items():
+                    array[:size] = data[name]
+                self.pos = int(meta["pos"])
+                self.full = bool(meta["full"])
         rng = np.random.default_rng()
         rng.bit_generator.state = meta["rng_state"]
         self._rng = rng
+
+    def _load_per_env(self, meta: dict, data: np.lib.npyio.NpzFile) -> None:
+        filled = np.asarray(meta["env_filled"], dtype=np.int64)
+        if meta["n_envs"] != self.n_envs or (
+            meta["n_slots"] != self._n_slots and (any(meta["env_full"]) or filled.max(initial=0) > self._n_slots)
+        ):
+            raise ValueError(
+                f"replay buffer file has n_envs={meta['n_envs']} rings of {meta['n_slots']} rows; this buffer "
+                f"has n_envs={self.n_envs} rings of {self._n_slots} rows (buffer_size={self.buffer_size})"
+            )
+        rows = np.concatenate([e * self._n_slots + np.arange(n) for e, n in enumerate(filled)])
+        for name, array in self._arrays().items():
+            array[rows] = data[name]
+        old_rows = np.asarray(data["final_rows"], dtype=np.int64)
+        new_rows = old_rows // meta["n_slots"] * self._n_slots + old_rows % meta["n_slots"]
+        self._final_obs = {int(r): np.array(o) for r, o in zip(new_rows, data["final_obs"])}
+        self._env_pos = np.asarray(meta["env_pos"], dtype=np.int64)
+        self._env_full = np.asarray(meta["env_full"], dtype=bool)
+        self._env_has_next = np.asarray(meta["env_has_next"], dtype=bool)
+        self.full = bool(self._env_full.all())
 
     def __repr__(self) -> str:
         return f"ReplayBuffer(size={self.size()}, buffer_size={self.buffer_size}, n_envs={self.n_envs})"
