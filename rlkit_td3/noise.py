@@ -47,6 +47,18 @@ class ActionNoise(ABC):
         """JSON description used by ``save``; subclasses override it to be saved without pickle."""
         raise NotImplementedError(f"{type(self).__name__} has no JSON description")
 
+    def get_state(self) -> dict[str, Any]:
+        """The noise's changing state as JSON (its generator; subclasses add what they carry between draws).
+
+        A checkpoint stores it so that a resumed run draws the same noise. Subclasses with more state
+        extend both this and :meth:`set_state`.
+        """
+        return {"rng": self._rng.bit_generator.state}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Restore what :meth:`get_state` returned."""
+        self._rng.bit_generator.state = state["rng"]
+
 
 class _DecayingSigma:
     """Shared σ bookkeeping for the two built-in noises."""
@@ -62,6 +74,13 @@ class _DecayingSigma:
         self.decay = float(decay)
         self.min_sigma = float(min_sigma)
         self.n_draws = 0
+
+    def get_state(self) -> dict[str, Any]:
+        return {**super().get_state(), "n_draws": self.n_draws}  # type: ignore[misc]
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        super().set_state(state)  # type: ignore[misc]
+        self.n_draws = int(state["n_draws"])
 
     @property
     def sigma(self) -> np.ndarray:
@@ -164,6 +183,13 @@ class OrnsteinUhlenbeckActionNoise(_DecayingSigma, ActionNoise):
     def reset(self) -> None:
         self._state = np.zeros_like(self.mean) if self.initial_noise is None else self.initial_noise.copy()
 
+    def get_state(self) -> dict[str, Any]:
+        return {**super().get_state(), "x": self._state.tolist()}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        super().set_state(state)
+        self._state = np.asarray(state["x"], dtype=np.float64).reshape(self.mean.shape)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "type": "OrnsteinUhlenbeckActionNoise",
@@ -212,6 +238,15 @@ class VectorizedActionNoise(ActionNoise):
 
     def __call__(self) -> np.ndarray:
         return np.stack([noise() for noise in self.noises])
+
+    def get_state(self) -> dict[str, Any]:
+        return {"noises": [noise.get_state() for noise in self.noises]}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        if len(state["noises"]) != self.n_envs:
+            raise ValueError(f"noise state holds {len(state['noises'])} copies, this noise has {self.n_envs}")
+        for noise, sub in zip(self.noises, state["noises"]):
+            noise.set_state(sub)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -8,6 +8,7 @@ Algorithm 1) step by step.
 
 from __future__ import annotations
 
+import io
 import os
 import platform
 import sys
@@ -28,12 +29,15 @@ from rlkit_td3.noise import ActionNoise, NormalActionNoise, VectorizedActionNois
 from rlkit_td3.policies import POLICY_ALIASES, TD3Policy, get_policy_class
 from rlkit_td3.schedules import Schedule, ScheduleLike, as_schedule, schedule_from_dict, schedule_to_dict
 from rlkit_td3.serialization import (
+    BUFFER_ENTRY,
     FORMAT_NAME,
     FORMAT_VERSION,
     ModelFileError,
     class_from_name,
     class_to_name,
     read_model_zip,
+    rng_state_to_json,
+    set_rng_state,
     space_from_dict,
     space_to_dict,
     spaces_equal,
@@ -103,8 +107,9 @@ def check_action_space(space: spaces.Space) -> spaces.Box:
 def make_vec_env(env: gym.Env | VectorEnv | str) -> VectorEnv:
     """Wrap what the user passed as a gymnasium vector env.
 
-    An env id is made with ``gymnasium.make``; a single env is wrapped in a one-env
-    ``SyncVectorEnv`` in same-step autoreset mode; a vector env is used as it is.
+    An env id is made with ``gymnasium.make``; a single env is wrapped in a one-env ``SyncVectorEnv``
+    with autoreset disabled (the algorithm resets ended episodes itself, just before the next step, which
+    is what makes a checkpoint at an episode boundary resume exactly); a vector env is used as it is.
 
     Raises:
         TypeError: ``env`` is none of these.
@@ -115,7 +120,7 @@ def make_vec_env(env: gym.Env | VectorEnv | str) -> VectorEnv:
         return env
     if isinstance(env, gym.Env):
         single = env
-        return SyncVectorEnv([lambda: single], autoreset_mode=AutoresetMode.SAME_STEP)
+        return SyncVectorEnv([lambda: single], autoreset_mode=AutoresetMode.DISABLED)
     raise TypeError(f"env must be a gymnasium Env, a VectorEnv or an env id string, got {env!r}")
 
 
@@ -246,6 +251,7 @@ class OffPolicyAlgorithm:
         self._total_timesteps = 0
         self._current_progress_remaining = 1.0
         self._last_obs: np.ndarray | None = None
+        self._rollout: dict[str, int] | None = None
         self._env_seeded = False
         self.logger: Logger = configure(None, ["stdout"] if self.verbose >= 1 else [])
         if _init_setup_model:
@@ -267,11 +273,11 @@ class OffPolicyAlgorithm:
     def _setup_model(self) -> None:
         """Build the policy, the buffer, the noise and the RNGs from the stored settings."""
         assert self.observation_space is not None and self.action_space is not None
-        child_seeds: list[int | None] = [None] * 3
+        child_seeds: list[int | None] = [None] * 4
         if self.seed is not None:
             torch.manual_seed(self.seed)
-            child_seeds = [int(s.generate_state(1)[0]) for s in np.random.SeedSequence(self.seed).spawn(3)]
-        buffer_seed, noise_seed, warmup_seed = child_seeds
+            child_seeds = [int(s.generate_state(1)[0]) for s in np.random.SeedSequence(self.seed).spawn(4)]
+        buffer_seed, noise_seed, warmup_seed, smoothing_seed = child_seeds
 
         actor_lr = self._actor_schedule(1.0)
         critic_lr = self._critic_schedule(1.0)
@@ -293,6 +299,13 @@ class OffPolicyAlgorithm:
         )
         self.action_noise = self._make_action_noise(noise_seed)
         self._warmup_rng = np.random.default_rng(warmup_seed)
+        # The target policy smoothing noise has its own generator, so a checkpoint can restore it without
+        # touching torch's global generator.
+        self._smoothing_rng = torch.Generator(device=self.device)
+        if smoothing_seed is None:
+            self._smoothing_rng.seed()
+        else:
+            self._smoothing_rng.manual_seed(smoothing_seed)
         self._action_dim = int(np.prod(self.action_space.shape))
         self._actor_params = list(self.policy.actor.parameters())
         self._actor_target_params = list(self.policy.actor_target.parameters())
@@ -339,6 +352,7 @@ class OffPolicyAlgorithm:
         self._check_env_matches(vec)
         self._set_env_and_spaces(vec)
         self._last_obs = None
+        self._rollout = None
 
     def _check_env_matches(self, vec: VectorEnv) -> None:
         for name, mine, theirs in (
@@ -375,6 +389,7 @@ class OffPolicyAlgorithm:
             self.num_timesteps = 0
             self._episode_num = 0
             self._last_obs = None
+            self._rollout = None
         self._start_timesteps = self.num_timesteps
         self._total_timesteps = self.num_timesteps + total_timesteps
         self._start_time = time.perf_counter()
@@ -412,31 +427,51 @@ class OffPolicyAlgorithm:
     def collect_rollouts(self, callback: Any, log_interval: int) -> tuple[bool, int]:
         """Step the envs until ``train_freq`` is reached, storing every valid transition.
 
+        The rollout's counters live on the model (``self._rollout``) rather than in local variables, so a
+        checkpoint written by a callback in the middle of a rollout resumes it exactly.
+
         Returns:
             ``(continue_training, transitions_collected)``.
         """
         freq, unit = self.train_freq
-        n_calls = n_episodes = collected = 0
-        callback.on_rollout_start()
-        while (n_calls < freq if unit == "step" else n_episodes < freq) and self.num_timesteps < self._total_timesteps:
+        if self._rollout is None:
+            self._rollout = {"calls": 0, "episodes": 0, "collected": 0}
+            callback.on_rollout_start()
+        rollout = self._rollout
+        while (
+            rollout["calls"] < freq if unit == "step" else rollout["episodes"] < freq
+        ) and self.num_timesteps < self._total_timesteps:
+            if self._autoreset_mode == AutoresetMode.DISABLED and self._needs_reset.any():
+                self._reset_ended_envs()
             obs = self._last_obs
             actions = self._sample_action(obs)
             env_actions = self.policy.unscale_action(actions.reshape(self.n_envs, *self.action_space.shape))
             new_obs, rewards, terminated, truncated, infos = self.env.step(env_actions)
             dones = terminated | truncated
             self.num_timesteps += self.n_envs
-            n_calls += 1
-            callback.update_locals(locals())
-            if not callback.on_step():
-                return False, collected
+            rollout["calls"] += 1
             valid = self._store_transition(obs, new_obs, actions, rewards, terminated, truncated, dones, infos)
-            collected += int(valid.sum())
+            rollout["collected"] += int(valid.sum())
             self._current_progress_remaining = 1.0 - (self.num_timesteps - self._start_timesteps) / max(
                 1, self._total_timesteps - self._start_timesteps
             )
-            n_episodes += self._track_episodes(rewards, dones, valid, log_interval)
+            rollout["episodes"] += self._track_episodes(rewards, dones, valid, log_interval)
+            # The step is complete (stored, counted) before the callback sees it: a checkpoint taken here
+            # holds this transition.
+            callback.update_locals(locals())
+            if not callback.on_step():
+                self._rollout = None
+                return False, rollout["collected"]
+        self._rollout = None
         callback.on_rollout_end()
-        return True, collected
+        return True, rollout["collected"]
+
+    def _reset_ended_envs(self) -> None:
+        """Reset the envs whose episode ended at the previous step (autoreset disabled)."""
+        mask = self._needs_reset
+        reset_obs, _ = self.env.reset(options={"reset_mask": mask.copy()})
+        self._last_obs = np.where(mask.reshape(-1, *([1] * (reset_obs.ndim - 1))), reset_obs, self._last_obs)
+        self._needs_reset = np.zeros(self.n_envs, dtype=bool)
 
     def _sample_action(self, obs: np.ndarray) -> np.ndarray:
         """Normalised actions: uniform during warm-up, then the actor plus exploration noise, clipped."""
@@ -462,7 +497,8 @@ class OffPolicyAlgorithm:
 
         Same-step autoreset: the true next obs of an ended episode is ``infos["final_obs"]``.
         Next-step autoreset: the step after an episode end only resets that env, so its row is not a
-        transition and is skipped. Autoreset disabled: ended envs are reset here.
+        transition and is skipped. Autoreset disabled: ended envs are marked, and reset just before the
+        next step.
         """
         next_obs = new_obs
         valid = np.ones(self.n_envs, dtype=bool)
@@ -473,6 +509,8 @@ class OffPolicyAlgorithm:
                 next_obs[i] = infos["final_obs"][i]
         elif mode == AutoresetMode.NEXT_STEP:
             valid = ~self._needs_reset
+            self._needs_reset = dones.copy()
+        elif mode == AutoresetMode.DISABLED:
             self._needs_reset = dones.copy()
         if valid.all():
             self.replay_buffer.add(obs, next_obs, actions, rewards, terminated, truncated)
@@ -486,9 +524,6 @@ class OffPolicyAlgorithm:
                 truncated[valid],
                 env_indices=np.flatnonzero(valid),
             )
-        if mode == AutoresetMode.DISABLED and dones.any():
-            reset_obs, _ = self.env.reset(options={"reset_mask": dones})
-            new_obs = np.where(dones.reshape(-1, *([1] * (new_obs.ndim - 1))), reset_obs, new_obs)
         self._last_obs = new_obs
         return valid
 
@@ -556,7 +591,9 @@ class OffPolicyAlgorithm:
             # Target actions: the actor target at s', plus clipped Gaussian smoothing noise, within bounds.
             next_actions = policy.actor_target(batch.next_observations)
             if self.target_policy_noise > 0.0:
-                noise = torch.randn_like(next_actions) * self.target_policy_noise
+                noise = torch.randn(next_actions.shape, generator=self._smoothing_rng, device=next_actions.device).mul_(
+                    self.target_policy_noise
+                )
                 noise = noise.clamp(-self.target_noise_clip, self.target_noise_clip)
                 next_actions = (next_actions + noise).clamp(-1.0, 1.0)
             # y = r + γ (1 − terminated) min_i Q'_i(s', a'): bootstrap through truncation, not termination.
@@ -639,12 +676,22 @@ class OffPolicyAlgorithm:
             return {"pickled": True}
         return spec
 
-    def save(self, path: str | os.PathLike[str]) -> None:
+    def save(self, path: str | os.PathLike[str], include_buffer: bool = False) -> None:
         """Save the model to one zip file (JSON metadata + torch state dicts), written atomically.
+
+        The file always holds the training state too: counters, every random generator (the buffer's
+        sampler, the exploration noise, the warm-up actions, the target smoothing noise and each env's own)
+        and the state of an unfinished rollout. With ``include_buffer=True`` it also holds the replay buffer,
+        which makes it a checkpoint: ``load(path, env=...)`` then ``learn(n, reset_num_timesteps=False)``
+        continues the run exactly where it stood (see the "Saving, loading and resuming" docs page).
 
         Objects JSON cannot describe (a lambda schedule, a custom noise without ``to_dict``, user classes)
         go into a pickle entry that ``load`` only reads with ``allow_pickle=True``, or are replaced at
         load time through ``custom_objects``.
+
+        Args:
+            path: the zip file to write (replaced atomically if it exists).
+            include_buffer: also store the filled part of the replay buffer.
         """
         pickled: dict[str, Any] = {}
         policy_kwargs = self.policy.constructor_kwargs()
@@ -713,12 +760,77 @@ class OffPolicyAlgorithm:
                 "gymnasium": gym.__version__,
             },
         }
+        metadata["training_state"] = self._training_state()
         tensors = {
             "policy": self.policy.state_dict(),
             "actor_optimizer": self.policy.actor_optimizer.state_dict(),
             "critic_optimizer": self.policy.critic_optimizer.state_dict(),
+            "training_state": {"smoothing_rng": self._smoothing_rng.get_state()},
         }
-        write_model_zip(path, metadata, tensors, pickled)
+        if self._last_obs is not None:
+            tensors["training_state"]["last_obs"] = torch.as_tensor(np.asarray(self._last_obs))
+        blobs = {BUFFER_ENTRY: self.replay_buffer.to_bytes()} if include_buffer else {}
+        write_model_zip(path, metadata, tensors, pickled, blobs)
+
+    def _training_state(self) -> dict[str, Any]:
+        """What determines the future of the run, besides the networks, optimizers and buffer (JSON)."""
+        return {
+            "rollout": None if self._rollout is None else dict(self._rollout),
+            "progress_remaining": self._current_progress_remaining,
+            "env_seeded": self._env_seeded,
+            "episode_infos": [list(info) for info in getattr(self, "ep_info_buffer", ())],
+            "warmup_rng": rng_state_to_json(self._warmup_rng),
+            "action_noise": None if self.action_noise is None else self.action_noise.get_state(),
+            "env_rngs": self._env_rng_states(),
+        }
+
+    def _env_generators(self) -> list[Any] | None:
+        """Each sub-env's own generator (``env.unwrapped.np_random``), where the vector env lets us reach it."""
+        if isinstance(self.env, SyncVectorEnv):
+            return [sub.unwrapped.np_random for sub in self.env.envs]
+        return None
+
+    def _env_rng_states(self) -> list[dict[str, Any]] | None:
+        generators = self._env_generators()
+        if generators is None:
+            return None
+        return [rng_state_to_json(rng) for rng in generators]
+
+    def _restore_training_state(self, state: dict[str, Any], tensors: dict[str, Any]) -> None:
+        """Inverse of :meth:`_training_state` (plus the tensors), applied by :meth:`load`."""
+        self._rollout = None if state["rollout"] is None else {k: int(v) for k, v in state["rollout"].items()}
+        self._current_progress_remaining = float(state["progress_remaining"])
+        self._env_seeded = bool(state["env_seeded"])
+        self.ep_info_buffer = deque(((float(r), int(n)) for r, n in state["episode_infos"]), maxlen=100)
+        set_rng_state(self._warmup_rng, state["warmup_rng"])
+        if self.action_noise is not None and state["action_noise"] is not None:
+            self.action_noise.set_state(state["action_noise"])
+        self._smoothing_rng.set_state(tensors["smoothing_rng"])
+        if self.env is not None:
+            self._restart_envs(state.get("env_rngs"), tensors.get("last_obs"))
+
+    def _restart_envs(self, env_rngs: list[dict[str, Any]] | None, last_obs: torch.Tensor | None) -> None:
+        """Bring a freshly made env to where the saved run's envs stood.
+
+        Each env is reset once (a fresh env's first reset can differ from later ones, as in the PyBullet
+        envs), then its generator is set to the saved state. With autoreset disabled (single envs, which the
+        model wraps so) every env is then marked for reset before the next step, which is exactly what the
+        saved run would do next when the checkpoint fell on an episode boundary; mid-episode, the episode in
+        flight restarts. Other vector envs are reset at the start of the next ``learn``.
+        """
+        generators = self._env_generators()
+        self._env_seeded = True
+        obs, _ = self.env.reset()
+        if env_rngs is not None and generators is not None and len(env_rngs) == len(generators):
+            for rng, spec in zip(generators, env_rngs):
+                set_rng_state(rng, spec)
+        self._ep_returns = np.zeros(self.n_envs, dtype=np.float64)
+        self._ep_lengths = np.zeros(self.n_envs, dtype=np.int64)
+        if self._autoreset_mode == AutoresetMode.DISABLED:
+            self._last_obs = obs if last_obs is None else last_obs.numpy()
+            self._needs_reset = np.ones(self.n_envs, dtype=bool)
+        else:
+            self._last_obs = None
 
     @classmethod
     def load(
@@ -749,7 +861,7 @@ class OffPolicyAlgorithm:
             ValueError: ``env``'s spaces differ from the model's.
         """
         custom = dict(custom_objects or {})
-        metadata, tensors, pickled = read_model_zip(path, allow_pickle=allow_pickle)
+        metadata, tensors, pickled, blobs = read_model_zip(path, allow_pickle=allow_pickle)
         if metadata.get("algorithm") != cls.__name__:
             raise ModelFileError(f"{path} holds a {metadata.get('algorithm')} model; load it with that class")
         try:
@@ -789,6 +901,13 @@ class OffPolicyAlgorithm:
         model.num_timesteps = int(counters["num_timesteps"])
         model._n_updates = int(counters["n_updates"])
         model._episode_num = int(counters["episode_num"])
+        try:
+            if BUFFER_ENTRY in blobs:
+                model.replay_buffer.load(io.BytesIO(blobs[BUFFER_ENTRY]))
+            if "training_state" in metadata:
+                model._restore_training_state(metadata["training_state"], tensors.get("training_state", {}))
+        except (KeyError, TypeError, ValueError, RuntimeError) as exc:
+            raise ModelFileError(f"{path}: training state does not fit the model ({exc})") from exc
         return model
 
     @staticmethod

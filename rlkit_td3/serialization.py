@@ -8,6 +8,9 @@ A saved model is one zip archive:
     versions of Python, torch, numpy and gymnasium that wrote it.
 ``policy.pth``, ``actor_optimizer.pth``, ``critic_optimizer.pth``
     ``torch.save`` state dicts, read back with ``torch.load(weights_only=True)``.
+``replay_buffer.npz`` (only with ``save(..., include_buffer=True)``)
+    the filled part of the replay buffer and its sampler's state, as written by ``ReplayBuffer.save``
+    (``numpy.load(allow_pickle=False)`` reads it back).
 ``pickled.pkl`` (only when needed)
     cloudpickle of the few objects JSON cannot describe (a lambda learning-rate schedule, a custom
     noise without ``to_dict``). ``load`` refuses to read it unless ``allow_pickle=True``.
@@ -37,6 +40,7 @@ FORMAT_NAME = "rlkit_td3"
 FORMAT_VERSION = 1
 METADATA_ENTRY = "metadata.json"
 PICKLE_ENTRY = "pickled.pkl"
+BUFFER_ENTRY = "replay_buffer.npz"
 
 
 class ModelFileError(ValueError):
@@ -117,6 +121,39 @@ def spaces_equal(a: spaces.Space, b: spaces.Space) -> bool:
     return a == b
 
 
+# ---------------------------------------------------------------------------- random generators
+def rng_state_to_json(rng: np.random.Generator | np.random.RandomState) -> dict[str, Any]:
+    """The state of a NumPy generator (``Generator`` or legacy ``RandomState``) as JSON."""
+    if isinstance(rng, np.random.Generator):
+        return {"kind": "Generator", "state": rng.bit_generator.state}
+    if isinstance(rng, np.random.RandomState):
+        state = rng.get_state(legacy=False)
+        state["state"] = {"key": state["state"]["key"].tolist(), "pos": int(state["state"]["pos"])}
+        return {"kind": "RandomState", "state": state}
+    raise TypeError(f"rng must be a numpy Generator or RandomState, got {type(rng).__name__}")
+
+
+def set_rng_state(rng: np.random.Generator | np.random.RandomState, spec: dict[str, Any]) -> None:
+    """Restore :func:`rng_state_to_json` output into ``rng`` in place (other holders of ``rng`` see it too).
+
+    Raises:
+        ValueError: the state is of another kind of generator or malformed.
+    """
+    try:
+        if spec["kind"] == "Generator" and isinstance(rng, np.random.Generator):
+            rng.bit_generator.state = spec["state"]
+            return
+        if spec["kind"] == "RandomState" and isinstance(rng, np.random.RandomState):
+            state = dict(spec["state"])
+            inner = state["state"]
+            state["state"] = {"key": np.asarray(inner["key"], dtype=np.uint32), "pos": int(inner["pos"])}
+            rng.set_state(state)
+            return
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"malformed generator state: {exc}") from exc
+    raise ValueError(f"cannot restore a {spec.get('kind')!r} state into a {type(rng).__name__}")
+
+
 # ---------------------------------------------------------------------------- classes by name
 def class_to_name(cls: type, registry: dict[str, type] | None = None) -> str:
     """Name under which ``cls`` is stored: its registry key, ``torch.nn.X``/``torch.optim.X``, or
@@ -157,9 +194,10 @@ def write_model_zip(
     metadata: dict[str, Any],
     tensors: dict[str, Any],
     pickled: dict[str, Any] | None = None,
+    blobs: dict[str, bytes] | None = None,
 ) -> None:
-    """Write a model archive atomically: ``metadata.json``, one ``.pth`` per tensor entry, and an
-    optional ``pickled.pkl``."""
+    """Write a model archive atomically: ``metadata.json``, one ``.pth`` per tensor entry, the raw
+    ``blobs`` by entry name (e.g. ``replay_buffer.npz``), and an optional ``pickled.pkl``."""
     with atomic_write(path) as fh:
         with zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_DEFLATED) as archive:
             archive.writestr(METADATA_ENTRY, json.dumps(metadata, indent=2, allow_nan=False))
@@ -167,6 +205,8 @@ def write_model_zip(
                 buf = io.BytesIO()
                 torch.save(state, buf)
                 archive.writestr(f"{name}.pth", buf.getvalue())
+            for name, data in (blobs or {}).items():
+                archive.writestr(name, data)
             if pickled:
                 import cloudpickle
 
@@ -175,12 +215,13 @@ def write_model_zip(
 
 def read_model_zip(
     path: str | os.PathLike[str], allow_pickle: bool = False
-) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, bytes]]:
     """Read an archive written by :func:`write_model_zip`.
 
     Returns:
-        ``(metadata, tensors, pickled)``. The pickle entry is never read unless ``allow_pickle`` is true,
-        so ``pickled`` is then empty and the caller refuses whatever needed it.
+        ``(metadata, tensors, pickled, blobs)``. The pickle entry is never read unless ``allow_pickle`` is
+        true, so ``pickled`` is then empty and the caller refuses whatever needed it. ``blobs`` holds the
+        raw bytes of the known binary entries (the replay buffer) that the archive has.
 
     Raises:
         ModelFileError: not a model zip, a missing or malformed entry, or another library's format.
@@ -204,6 +245,7 @@ def read_model_zip(
                     tensors[name[: -len(".pth")]] = torch.load(
                         io.BytesIO(archive.read(name)), map_location="cpu", weights_only=True
                     )
+            blobs = {name: archive.read(name) for name in (BUFFER_ENTRY,) if name in names}
             pickled: dict[str, Any] = {}
             if PICKLE_ENTRY in names and allow_pickle:
                 import cloudpickle
@@ -220,4 +262,4 @@ def read_model_zip(
         RuntimeError,
     ) as exc:
         raise ModelFileError(f"{path}: unreadable model file ({type(exc).__name__}: {exc})") from exc
-    return metadata, tensors, pickled
+    return metadata, tensors, pickled, blobs

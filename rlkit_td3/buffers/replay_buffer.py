@@ -22,7 +22,7 @@ from __future__ import annotations
 import io
 import json
 import os
-from typing import NamedTuple
+from typing import IO, NamedTuple
 
 import numpy as np
 import torch
@@ -292,6 +292,12 @@ class ReplayBuffer:
 
         The file is written atomically and holds no pickled objects.
         """
+        data = self.to_bytes()
+        with atomic_write(path) as fh:
+            fh.write(data)
+
+    def to_bytes(self) -> bytes:
+        """The ``.npz`` content :meth:`save` writes (the filled part, positions, sampler state)."""
         meta: dict = {
             "buffer_size": self.buffer_size,
             "pos": self.pos,
@@ -323,15 +329,16 @@ class ReplayBuffer:
             arrays = {name: array[: self.size()] for name, array in self._arrays().items()}
         buf = io.BytesIO()
         np.savez(buf, meta=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8), **arrays)
-        with atomic_write(path) as fh:
-            fh.write(buf.getvalue())
+        return buf.getvalue()
 
     def _env_filled_rows(self) -> np.ndarray:
         # Rows of each env's ring that hold data: its transitions plus the row with the newest next observation.
         return np.where(self._env_full, self._n_slots, self._env_pos + self._env_has_next)
 
-    def load(self, path: str | os.PathLike[str]) -> None:
+    def load(self, path: str | os.PathLike[str] | IO[bytes]) -> None:
         """Restore a buffer written by :meth:`save` into this buffer (same shapes, same capacity or larger).
+
+        ``path`` may also be a binary file object (e.g. ``io.BytesIO(buffer.to_bytes())``).
 
         Raises:
             ValueError: the file does not match this buffer's shapes, layout (``optimize_memory_usage``,
