@@ -49,6 +49,32 @@ DEFAULT_NOISE_SIGMA = 0.1
 """σ of the default Gaussian exploration noise, in normalised units (TD3 paper, sfujim/TD3, RL Zoo)."""
 
 _TRAIN_FREQ_UNITS = ("step", "episode")
+MAX_N_ENVS = 65_536
+"""Largest ``n_envs`` a model file may declare."""
+
+
+def _check_policy_size(
+    observation_space: spaces.Box, action_space: spaces.Box, policy_kwargs: dict[str, Any], state: Any
+) -> None:
+    """Refuse a file whose declared network sizes do not match its stored tensors, before building anything.
+
+    Without this a forged ``net_arch`` could make loading allocate and initialise huge networks.
+    """
+    from rlkit_td3.policies.td3_policy import parse_net_arch
+
+    pi, qf = parse_net_arch(policy_kwargs.get("net_arch", [400, 300]))
+    n_critics = _check_int("n_critics", policy_kwargs.get("n_critics", 2), 1)
+    obs_dim, act_dim = int(np.prod(observation_space.shape)), int(np.prod(action_space.shape))
+
+    def count(sizes: list[int]) -> int:
+        return sum(a * b + b for a, b in zip(sizes[:-1], sizes[1:]))
+
+    expected = 2 * count([obs_dim, *pi, act_dim]) + 2 * n_critics * count([obs_dim + act_dim, *qf, 1])
+    if not isinstance(state, dict) or not all(isinstance(t, torch.Tensor) for t in state.values()):
+        raise ModelFileError("the policy entry is not a state dict of tensors")
+    stored = sum(t.numel() for t in state.values())
+    if stored != expected:
+        raise ModelFileError(f"the networks the metadata declares have {expected} parameters, the file stores {stored}")
 
 
 def _check_int(name: str, value: Any, minimum: int) -> int:
@@ -864,51 +890,70 @@ class OffPolicyAlgorithm:
         metadata, tensors, pickled, blobs = read_model_zip(path, allow_pickle=allow_pickle)
         if metadata.get("algorithm") != cls.__name__:
             raise ModelFileError(f"{path} holds a {metadata.get('algorithm')} model; load it with that class")
+        vec = None if env is None else make_vec_env(env)
         try:
-            ctor = cls._constructor_kwargs_from_metadata(metadata, pickled, custom)
-            policy_kwargs = ctor["policy_kwargs"]
-            for key in list(custom):
-                if key in policy_kwargs:
-                    policy_kwargs[key] = custom.pop(key)
-            for key in list(custom):
-                if key in ctor:
-                    ctor[key] = custom.pop(key)
-            if custom:
-                raise ModelFileError(f"custom_objects has unknown keys {sorted(custom)}")
-            ctor.update(kwargs)
             observation_space = space_from_dict(metadata["observation_space"])
-            action_space = space_from_dict(metadata["action_space"])
-            counters = metadata["counters"]
-        except (KeyError, TypeError) as exc:
-            raise ModelFileError(f"{path}: malformed metadata ({type(exc).__name__}: {exc})") from exc
-
+            action_space = check_action_space(space_from_dict(metadata["action_space"]))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ModelFileError(f"{path}: malformed spaces ({type(exc).__name__}: {exc})") from exc
         model = cls.__new__(cls)
-        OffPolicyAlgorithm.__init__(model, env=None, device=device, _init_setup_model=False, **ctor)
-        model.observation_space = observation_space
-        model.action_space = action_space
-        model.n_envs = int(metadata.get("n_envs", 1))
-        if env is not None:
-            vec = make_vec_env(env)
-            model._check_env_matches(vec)
-            model._set_env_and_spaces(vec)
-        model._setup_model()
+        model.observation_space, model.action_space = observation_space, action_space
+        if vec is not None:
+            model._check_env_matches(vec)  # the caller's env: a plain ValueError naming the space
         try:
-            model.policy.load_state_dict(tensors["policy"])
-            model.policy.actor_optimizer.load_state_dict(tensors["actor_optimizer"])
-            model.policy.critic_optimizer.load_state_dict(tensors["critic_optimizer"])
-        except (KeyError, RuntimeError, ValueError) as exc:
-            raise ModelFileError(f"{path}: network or optimizer state does not fit the model ({exc})") from exc
-        model.num_timesteps = int(counters["num_timesteps"])
-        model._n_updates = int(counters["n_updates"])
-        model._episode_num = int(counters["episode_num"])
-        try:
-            if BUFFER_ENTRY in blobs:
-                model.replay_buffer.load(io.BytesIO(blobs[BUFFER_ENTRY]))
-            if "training_state" in metadata:
-                model._restore_training_state(metadata["training_state"], tensors.get("training_state", {}))
-        except (KeyError, TypeError, ValueError, RuntimeError) as exc:
-            raise ModelFileError(f"{path}: training state does not fit the model ({exc})") from exc
+            model._fill_from_file(metadata, tensors, pickled, blobs, custom, kwargs, device, vec)
+        except ModelFileError as exc:
+            raise ModelFileError(f"{path}: {exc}") from exc
+        except Exception as exc:  # noqa: BLE001  (whatever the file's content breaks is the file's fault)
+            raise ModelFileError(f"{path}: malformed model file ({type(exc).__name__}: {exc})") from exc
         return model
+
+    def _fill_from_file(
+        self,
+        metadata: dict[str, Any],
+        tensors: dict[str, Any],
+        pickled: dict[str, Any],
+        blobs: dict[str, bytes],
+        custom: dict[str, Any],
+        overrides: dict[str, Any],
+        device: torch.device | str,
+        vec: VectorEnv | None,
+    ) -> None:
+        """Build this (bare) model from a file's parts; any inconsistency raises."""
+        ctor = self._constructor_kwargs_from_metadata(metadata, pickled, custom)
+        policy_kwargs = ctor["policy_kwargs"]
+        for key in list(custom):
+            if key in policy_kwargs:
+                policy_kwargs[key] = custom.pop(key)
+        for key in list(custom):
+            if key in ctor:
+                ctor[key] = custom.pop(key)
+        if custom:
+            raise ModelFileError(f"custom_objects has unknown keys {sorted(custom)}")
+        ctor.update(overrides)
+        counters = metadata["counters"]
+        n_envs = _check_int("n_envs", metadata.get("n_envs", 1), 1)
+        if n_envs > MAX_N_ENVS:
+            raise ModelFileError(f"n_envs={n_envs} is more than {MAX_N_ENVS}")
+        if ctor["policy"] is TD3Policy:
+            _check_policy_size(self.observation_space, self.action_space, policy_kwargs, tensors["policy"])
+        observation_space, action_space = self.observation_space, self.action_space
+        OffPolicyAlgorithm.__init__(self, env=None, device=device, _init_setup_model=False, **ctor)
+        self.observation_space, self.action_space = observation_space, action_space
+        self.n_envs = n_envs
+        if vec is not None:
+            self._set_env_and_spaces(vec)
+        self._setup_model()
+        self.policy.load_state_dict(tensors["policy"])
+        self.policy.actor_optimizer.load_state_dict(tensors["actor_optimizer"])
+        self.policy.critic_optimizer.load_state_dict(tensors["critic_optimizer"])
+        self.num_timesteps = _check_int("num_timesteps", counters["num_timesteps"], 0)
+        self._n_updates = _check_int("n_updates", counters["n_updates"], 0)
+        self._episode_num = _check_int("episode_num", counters["episode_num"], 0)
+        if BUFFER_ENTRY in blobs:
+            self.replay_buffer.load(io.BytesIO(blobs[BUFFER_ENTRY]))
+        if "training_state" in metadata:
+            self._restore_training_state(metadata["training_state"], tensors.get("training_state", {}))
 
     @staticmethod
     def _constructor_kwargs_from_metadata(

@@ -213,22 +213,60 @@ def write_model_zip(
                 archive.writestr(PICKLE_ENTRY, cloudpickle.dumps(pickled))
 
 
+MAX_METADATA_BYTES = 16 * 2**20
+"""Largest ``metadata.json`` that :func:`read_model_zip` reads."""
+MAX_ENTRY_BYTES = 8 * 2**30
+"""Largest uncompressed size of any one entry (a 1M-transition HalfCheetah buffer is about 250 MB)."""
+MAX_COMPRESSION_RATIO = 2000
+"""Entries that claim to expand more than this many times their compressed size are refused (zip bombs)."""
+
+_TENSOR_ENTRIES = {"policy", "actor_optimizer", "critic_optimizer", "training_state"}
+_ALLOWED_ENTRIES = {METADATA_ENTRY, BUFFER_ENTRY, PICKLE_ENTRY} | {f"{name}.pth" for name in _TENSOR_ENTRIES}
+
+
+def _check_entries(archive: zipfile.ZipFile, path: Any) -> set[str]:
+    """Names of the archive's entries, after refusing anything a model file never holds."""
+    names = set()
+    for info in archive.infolist():
+        name = info.filename
+        if name.startswith(("/", "\\")) or ".." in name.split("/") or "\\" in name or ":" in name:
+            raise ModelFileError(f"{path}: entry {name!r} has an unsafe path")
+        if name not in _ALLOWED_ENTRIES:
+            raise ModelFileError(f"{path}: unexpected entry {name!r}; a model file holds {sorted(_ALLOWED_ENTRIES)}")
+        if name in names:
+            raise ModelFileError(f"{path}: entry {name!r} appears twice")
+        limit = MAX_METADATA_BYTES if name == METADATA_ENTRY else MAX_ENTRY_BYTES
+        if info.file_size > limit:
+            raise ModelFileError(f"{path}: entry {name!r} declares {info.file_size} bytes, more than {limit}")
+        if info.file_size > MAX_COMPRESSION_RATIO * max(info.compress_size, 1) and info.file_size > 2**20:
+            raise ModelFileError(
+                f"{path}: entry {name!r} expands {info.file_size / max(info.compress_size, 1):.0f} times "
+                f"(limit {MAX_COMPRESSION_RATIO}); refusing a possible zip bomb"
+            )
+        names.add(name)
+    return names
+
+
 def read_model_zip(
     path: str | os.PathLike[str], allow_pickle: bool = False
 ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, bytes]]:
-    """Read an archive written by :func:`write_model_zip`.
+    """Read an archive written by :func:`write_model_zip`, trusting nothing in it.
+
+    Entries are checked before anything is read: only the names a model file has, no path tricks, no
+    duplicates, bounded declared sizes and compression ratios. Tensors are read with
+    ``torch.load(weights_only=True)``, which refuses pickled code. The pickle entry is never read unless
+    ``allow_pickle`` is true.
 
     Returns:
-        ``(metadata, tensors, pickled, blobs)``. The pickle entry is never read unless ``allow_pickle`` is
-        true, so ``pickled`` is then empty and the caller refuses whatever needed it. ``blobs`` holds the
-        raw bytes of the known binary entries (the replay buffer) that the archive has.
+        ``(metadata, tensors, pickled, blobs)``. ``pickled`` is empty unless ``allow_pickle`` is true, and
+        the caller refuses whatever needed it. ``blobs`` holds the raw bytes of the replay buffer entry, if any.
 
     Raises:
-        ModelFileError: not a model zip, a missing or malformed entry, or another library's format.
+        ModelFileError: whatever is wrong with the file (this is the only exception it raises for a bad file).
     """
     try:
         with zipfile.ZipFile(path) as archive:
-            names = set(archive.namelist())
+            names = _check_entries(archive, path)
             if METADATA_ENTRY not in names:
                 raise ModelFileError(f"{path}: not an rlkit_td3 model file (no {METADATA_ENTRY})")
             metadata = json.loads(archive.read(METADATA_ENTRY))
@@ -251,15 +289,12 @@ def read_model_zip(
                 import cloudpickle
 
                 pickled = cloudpickle.loads(archive.read(PICKLE_ENTRY))
+                if not isinstance(pickled, dict):
+                    raise ModelFileError(f"{path}: the pickle entry is not a dict")
     except ModelFileError:
         raise
-    except (
-        zipfile.BadZipFile,
-        json.JSONDecodeError,
-        UnicodeDecodeError,
-        KeyError,
-        EOFError,
-        RuntimeError,
-    ) as exc:
+    except FileNotFoundError:
+        raise  # a missing file is the caller's mistake, not a bad file
+    except Exception as exc:  # noqa: BLE001  (anything that fails while parsing untrusted bytes)
         raise ModelFileError(f"{path}: unreadable model file ({type(exc).__name__}: {exc})") from exc
     return metadata, tensors, pickled, blobs

@@ -46,7 +46,13 @@ def test_zip_holds_json_and_state_dicts_only(trained):
     with zipfile.ZipFile(path) as archive:
         names = set(archive.namelist())
         meta = json.loads(archive.read("metadata.json"))
-    assert names == {"metadata.json", "policy.pth", "actor_optimizer.pth", "critic_optimizer.pth"}
+    assert names == {
+        "metadata.json",
+        "policy.pth",
+        "actor_optimizer.pth",
+        "critic_optimizer.pth",
+        "training_state.pth",
+    }
     assert meta["algorithm"] == "TD3" and meta["policy"]["class"] == "MlpPolicy"
     assert meta["policy"]["kwargs"]["activation_fn"] == "torch.nn.ReLU"
     assert meta["action_noise"]["type"] == "NormalActionNoise"
