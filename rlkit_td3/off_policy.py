@@ -49,6 +49,10 @@ DEFAULT_NOISE_SIGMA = 0.1
 """σ of the default Gaussian exploration noise, in normalised units (TD3 paper, sfujim/TD3, RL Zoo)."""
 
 _TRAIN_FREQ_UNITS = ("step", "episode")
+class NonFiniteError(FloatingPointError):
+    """An env returned a NaN or infinite observation or reward, or a training loss became non-finite."""
+
+
 MAX_N_ENVS = 65_536
 """Largest ``n_envs`` a model file may declare."""
 
@@ -475,6 +479,8 @@ class OffPolicyAlgorithm:
             new_obs, rewards, terminated, truncated, infos = self.env.step(env_actions)
             dones = terminated | truncated
             self.num_timesteps += self.n_envs
+            if not (np.isfinite(rewards).all() and np.isfinite(new_obs).all()):
+                self._raise_non_finite(new_obs, rewards)
             rollout["calls"] += 1
             valid = self._store_transition(obs, new_obs, actions, rewards, terminated, truncated, dones, infos)
             rollout["collected"] += int(valid.sum())
@@ -491,6 +497,19 @@ class OffPolicyAlgorithm:
         self._rollout = None
         callback.on_rollout_end()
         return True, rollout["collected"]
+
+    def _raise_non_finite(self, new_obs: np.ndarray, rewards: np.ndarray) -> None:
+        """Name the env, the step and the values: NaNs would otherwise spread silently into the networks."""
+        bad_obs = ~np.isfinite(new_obs.reshape(self.n_envs, -1)).all(axis=1)
+        bad_reward = ~np.isfinite(rewards)
+        i = int(np.flatnonzero(bad_obs | bad_reward)[0])
+        what = "observation" if bad_obs[i] else f"reward ({rewards[i]})"
+        spec = getattr(self.env.envs[i], "spec", None) if isinstance(self.env, SyncVectorEnv) else None
+        name = spec.id if spec is not None else type(self.env).__name__
+        raise NonFiniteError(
+            f"env {i} ({name}) returned a non-finite {what} at step {self.num_timesteps} "
+            f"(num_timesteps, counted over {self.n_envs} env(s)); nothing from this step was stored or trained on"
+        )
 
     def _reset_ended_envs(self) -> None:
         """Reset the envs whose episode ended at the previous step (autoreset disabled)."""
@@ -596,10 +615,18 @@ class OffPolicyAlgorithm:
         gradient_steps = _check_int("gradient_steps", gradient_steps, 1)
         batch_size = self.batch_size if batch_size is None else _check_int("batch_size", batch_size, 1)
         self._update_learning_rate()
+        critic_before, actor_before = self._critic_loss_sum.clone(), self._actor_loss_sum.clone()
         for _ in range(gradient_steps):
             self._n_updates += 1
             batch = self.replay_buffer.sample(batch_size)
             self._train_step(batch, update_actor=self._n_updates % self.policy_delay == 0)
+        # One check per call (not per step): the summed losses are finite only if every loss was.
+        if not bool(torch.isfinite(self._critic_loss_sum - critic_before + self._actor_loss_sum - actor_before)):
+            raise NonFiniteError(
+                f"a training loss became non-finite during updates {self._n_updates - gradient_steps + 1}.."
+                f"{self._n_updates} (num_timesteps={self.num_timesteps}); check rewards and observations for huge "
+                "values, or lower the learning rate. The networks may hold NaNs now: reload the last checkpoint."
+            )
 
     def _update_learning_rate(self) -> None:
         progress = self._current_progress_remaining

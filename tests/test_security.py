@@ -11,11 +11,13 @@ import signal
 import time
 from pathlib import Path
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import torch
 
 from rlkit_td3 import TD3
+from rlkit_td3.off_policy import NonFiniteError
 from rlkit_td3.serialization import ModelFileError
 from tests.model_fuzz import _entries, _zip, cases
 
@@ -143,3 +145,51 @@ def test_sigkill_during_checkpoint_writes_never_corrupts_the_file(tmp_path):
     leftovers = [p for p in Path(tmp_path).iterdir() if p.name.endswith(".tmp")]
     print(f"crash safety: {trials} SIGKILLs, {len(stamps)} distinct checkpoints seen, {len(leftovers)} temp files")
     assert len(stamps) > 1  # the kills did land during writing, not only before the first one
+
+
+# ---------------------------------------------------------------------------------------------------------
+# numeric safety
+
+
+class _NaNAt(gym.Wrapper):
+    """Returns a NaN observation (or reward) at its ``at``-th step."""
+
+    def __init__(self, env: gym.Env, at: int, where: str = "obs") -> None:
+        super().__init__(env)
+        self.at, self.where, self.steps = at, where, 0
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.steps += 1
+        if self.steps == self.at:
+            if self.where == "obs":
+                obs = np.full_like(obs, np.nan)
+            else:
+                reward = float("inf")
+        return obs, reward, terminated, truncated, info
+
+
+@pytest.mark.parametrize("where", ["obs", "reward"])
+def test_non_finite_env_output_raises_naming_the_step_and_keeps_checkpoints(tmp_path, where):
+    checkpoint = tmp_path / "last.zip"
+
+    def save_every_100(locals_, globals_):
+        model = locals_["self"]
+        if model.num_timesteps % 100 == 0:
+            model.save(checkpoint, include_buffer=True)
+        return True
+
+    model = TD3("MlpPolicy", _NaNAt(gym.make("Pendulum-v1"), at=300, where=where), **TINY)
+    with pytest.raises(NonFiniteError, match=r"step 300\b.*Pendulum-v1|Pendulum-v1.*step 300\b"):
+        model.learn(1_000, callback=save_every_100)
+    restored = TD3.load(checkpoint)
+    assert restored.num_timesteps == 200 and restored.replay_buffer.size() == 200
+    assert np.isfinite(restored.replay_buffer.observations[:200]).all()
+
+
+def test_non_finite_loss_stops_training():
+    model = TD3("MlpPolicy", "Pendulum-v1", **TINY).learn(100)
+    model.replay_buffer.rewards[:10] = 3e38  # squares overflow to inf in the critic loss
+    model.replay_buffer.rewards[10:] = 3e38
+    with pytest.raises(NonFiniteError, match="non-finite"):
+        model.train(gradient_steps=5)
