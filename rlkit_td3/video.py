@@ -49,9 +49,9 @@ def record_video(
 
     The env is ``gymnasium.make(env_id, render_mode="rgb_array")``; it is reset with ``seed`` and again whenever
     an episode ends, so the video may hold several episodes. The first frame shows the reset state, then one
-    frame per step (``n_steps + 1`` frames, plus one per extra episode). A GIF keeps every k-th of them, with k
-    the smallest that gives at most 20 frames per second (every 3rd at the Bullet envs' 60 fps), because GIF frame
-    delays come in 10 ms steps. The file is written atomically.
+    frame per step: ``n_steps + 1`` frames, plus one reset frame per episode that ends before the last step.
+    A GIF keeps every k-th of them, with k the smallest that gives at most 20 frames per second (every 3rd at the
+    Bullet envs' 60 fps), because GIF frame delays come in 10 ms steps. The file is written atomically.
 
     Args:
         model: anything with ``predict(obs, deterministic=True)``, such as a TD3 or DDPG model.
@@ -89,11 +89,11 @@ def _rollout_frames(model: _Predictor, env: gymnasium.Env, n_steps: int, seed: i
     try:
         obs, _ = env.reset(seed=seed)
         yield env.render()
-        for _ in range(n_steps):
+        for i in range(n_steps):
             action, _ = model.predict(obs, deterministic=True)
             obs, _, terminated, truncated, _ = env.step(action)
             yield env.render()
-            if terminated or truncated:
+            if (terminated or truncated) and i < n_steps - 1:
                 obs, _ = env.reset()
                 yield env.render()
     finally:

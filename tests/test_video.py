@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gymnasium
 import imageio.v2 as imageio
 import numpy as np
 import pytest
@@ -66,3 +67,21 @@ def test_bad_arguments(model, kwargs, match):
     args = {"path": "video.mp4", "n_steps": 3} | kwargs
     with pytest.raises(ValueError, match=match):
         record_video(model, ENV_ID, **args)
+
+
+def test_video_spans_episodes(tmp_path):
+    # An untrained policy drops the pole within a few dozen steps: the video goes on through resets, one extra
+    # frame per episode that ends before the last step.
+    env_id, n_steps = "InvertedPendulumBulletEnv-v0", 60
+    pendulum = TD3("MlpPolicy", env_id, policy_kwargs={"net_arch": [16]}, seed=0)
+    env = gymnasium.make(env_id)
+    obs, _ = env.reset(seed=0)
+    ends = 0
+    for i in range(n_steps):
+        obs, _, terminated, truncated, _ = env.step(pendulum.predict(obs, deterministic=True)[0])
+        if terminated or truncated:
+            ends += i < n_steps - 1
+            obs, _ = env.reset()
+    assert ends >= 1
+    frames = _read_frames(record_video(pendulum, env_id, tmp_path / "pendulum.mp4", n_steps=n_steps))
+    assert len(frames) == n_steps + 1 + ends
