@@ -15,6 +15,12 @@ EXTRA_ENV_IDS = [
 ]
 
 
+@pytest.fixture(autouse=True)
+def _in_tmp_path(tmp_path, monkeypatch):
+    # MuJoCo 4 appends deprecation warnings about gymnasium's model files to MUJOCO_LOG.TXT in the working directory.
+    monkeypatch.chdir(tmp_path)
+
+
 def _rollout(env_id: str, seed: int, n_steps: int = 30) -> tuple[np.ndarray, np.ndarray]:
     env = gymnasium.make(env_id)
     env.action_space.seed(seed)
