@@ -49,6 +49,8 @@ DEFAULT_NOISE_SIGMA = 0.1
 """σ of the default Gaussian exploration noise, in normalised units (TD3 paper, sfujim/TD3, RL Zoo)."""
 
 _TRAIN_FREQ_UNITS = ("step", "episode")
+
+
 class NonFiniteError(FloatingPointError):
     """An env returned a NaN or infinite observation or reward, or a training loss became non-finite."""
 
@@ -134,6 +136,47 @@ def check_action_space(space: spaces.Space) -> spaces.Box:
     return space
 
 
+class _ObservationCheck(gym.Wrapper):
+    """Raises a clear error when an observation's shape or kind of dtype differs from the observation space.
+
+    Without it a wrong shape surfaces later as a broadcasting error deep inside gymnasium or torch. (Float
+    widths may differ: many envs return float64 for a float32 space, and the buffer stores float32.)
+    """
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        space = env.observation_space
+        self._shape = getattr(space, "shape", None)
+        self._kind = np.dtype(space.dtype).kind if getattr(space, "dtype", None) is not None else None
+        self._steps = 0
+
+    def _check(self, obs: Any, where: str) -> None:
+        if self._shape is None:
+            return
+        array = np.asarray(obs)
+        if array.shape != self._shape or (array.dtype.kind != self._kind and not self._compatible(array.dtype)):
+            name = self.spec.id if self.spec is not None else type(self.env.unwrapped).__name__
+            raise ValueError(
+                f"{name} returned an observation of shape {array.shape} and dtype {array.dtype} from {where}; "
+                f"its observation_space has shape {self._shape} and dtype {self.observation_space.dtype}"
+            )
+
+    def _compatible(self, dtype: np.dtype) -> bool:
+        # integers and booleans fit a float space; nothing else mixes
+        return self._kind == "f" and dtype.kind in "iub"
+
+    def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
+        obs, info = self.env.reset(**kwargs)
+        self._check(obs, "reset()")
+        return obs, info
+
+    def step(self, action: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self._steps += 1
+        self._check(obs, f"step() (its step {self._steps} since creation)")
+        return obs, reward, terminated, truncated, info
+
+
 def make_vec_env(env: gym.Env | VectorEnv | str) -> VectorEnv:
     """Wrap what the user passed as a gymnasium vector env.
 
@@ -149,7 +192,7 @@ def make_vec_env(env: gym.Env | VectorEnv | str) -> VectorEnv:
     if isinstance(env, VectorEnv):
         return env
     if isinstance(env, gym.Env):
-        single = env
+        single = _ObservationCheck(env)
         return SyncVectorEnv([lambda: single], autoreset_mode=AutoresetMode.DISABLED)
     raise TypeError(f"env must be a gymnasium Env, a VectorEnv or an env id string, got {env!r}")
 

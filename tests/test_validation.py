@@ -115,3 +115,25 @@ def test_predict_rejects_reset_tuple_and_bad_shapes():
         model.predict((obs, info))
     with pytest.raises(ValueError, match="shape"):
         model.predict(np.zeros(4, dtype=np.float32))
+
+
+def test_observation_of_wrong_shape_or_kind_raises_clearly():
+    class BadObs(gym.Env):
+        observation_space = spaces.Box(-1, 1, (3,), np.float32)
+        action_space = spaces.Box(-1, 1, (1,), np.float32)
+
+        def __init__(self, obs):
+            self.obs = obs
+
+        def reset(self, *, seed=None, options=None):
+            return np.zeros(3, np.float32), {}
+
+        def step(self, action):
+            return self.obs, 0.0, False, False, {}
+
+    for obs, what in ((np.zeros(4, np.float32), r"shape \(4,\)"), (np.array(["a", "b", "c"]), "dtype <U1")):
+        model = TD3("MlpPolicy", BadObs(obs), learning_starts=10, policy_kwargs={"net_arch": [4]})
+        with pytest.raises(ValueError, match=rf"{what}.*step\(\).*observation_space has shape \(3,\)"):
+            model.learn(5)
+    # float64 observations for a float32 space are fine (the buffer stores float32)
+    TD3("MlpPolicy", BadObs(np.zeros(3)), learning_starts=10, policy_kwargs={"net_arch": [4]}).learn(5)
