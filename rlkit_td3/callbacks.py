@@ -11,12 +11,27 @@ During ``learn()`` the algorithm calls, in this order:
 Subclasses override the underscored hooks. Inside them ``self.model``, ``self.num_timesteps``,
 ``self.n_calls``, ``self.locals`` (the loop's variables: ``actions``, ``new_obs``, ``rewards``,
 ``dones``, ``infos``, ...), ``self.logger`` and ``self.training_env`` are available.
+
+Built-in callbacks: :class:`EvalCallback`, :class:`CheckpointCallback`, :class:`EveryNTimesteps`, the stop
+callbacks and :class:`ProgressBarCallback`. Their frequencies count env timesteps (summed over envs),
+not calls as in Stable-Baselines3, whose names, arguments and hook order they follow otherwise.
 """
 
 from __future__ import annotations
 
+import io
+import os
+import warnings
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.vector import VectorEnv
+
+from rlkit_td3.evaluation import evaluate_policy
+from rlkit_td3.serialization import atomic_write
 
 if TYPE_CHECKING:
     from rlkit_td3.off_policy import OffPolicyAlgorithm
@@ -159,24 +174,449 @@ class ConvertCallback(BaseCallback):
         return True if result is None else bool(result)
 
 
+class _EveryTimesteps:
+    """Fires each time ``num_timesteps`` crosses a multiple of ``freq``, whatever the number of envs."""
+
+    def __init__(self, name: str, freq: int) -> None:
+        if isinstance(freq, bool) or not isinstance(freq, (int, np.integer)) or freq < 1:
+            raise ValueError(f"{name} must be a positive int (env timesteps), got {freq!r}")
+        self.freq = int(freq)
+        self._last = 0
+
+    def start(self, num_timesteps: int) -> None:
+        self._last = num_timesteps // self.freq
+
+    def due(self, num_timesteps: int) -> bool:
+        k = num_timesteps // self.freq
+        if k > self._last:
+            self._last = k
+            return True
+        return False
+
+
+class EventCallback(BaseCallback):
+    """A callback that runs a child callback when an event happens (see :meth:`_on_event`).
+
+    Args:
+        callback: the child, run on each event; ``None`` for none.
+        verbose: 0 for no output, 1 for info messages.
+    """
+
+    def __init__(self, callback: BaseCallback | None = None, verbose: int = 0) -> None:
+        super().__init__(verbose)
+        if callback is not None and not isinstance(callback, BaseCallback):
+            raise TypeError(f"callback must be a BaseCallback or None, got {callback!r}")
+        self.callback = callback
+        if callback is not None:
+            callback.parent = self
+
+    def init_callback(self, model: OffPolicyAlgorithm) -> None:
+        super().init_callback(model)
+        if self.callback is not None:
+            self.callback.init_callback(model)
+
+    def _on_training_start(self) -> None:
+        if self.callback is not None:
+            self.callback.on_training_start(self.locals, self.globals)
+
+    def _on_event(self) -> bool:
+        """Run the child's ``on_step``; returns its answer (True without child)."""
+        return self.callback.on_step() if self.callback is not None else True
+
+    def update_child_locals(self, locals_: dict[str, Any]) -> None:
+        if self.callback is not None:
+            self.callback.update_locals(locals_)
+
+
+class EveryNTimesteps(EventCallback):
+    """Runs ``callback`` each time the model's timestep count crosses a multiple of ``n_steps``.
+
+    Args:
+        n_steps: the period, in env timesteps (summed over envs).
+        callback: the callback to run.
+    """
+
+    def __init__(self, n_steps: int, callback: BaseCallback) -> None:
+        super().__init__(callback)
+        self._every = _EveryTimesteps("n_steps", n_steps)
+        self.n_steps = self._every.freq
+
+    def _on_training_start(self) -> None:
+        self._every.start(self.num_timesteps)
+        super()._on_training_start()
+
+    def _on_step(self) -> bool:
+        if self._every.due(self.num_timesteps):
+            return self._on_event()
+        return True
+
+
+def _save_npz(path: Path, **arrays: np.ndarray) -> None:
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    with atomic_write(path) as fh:
+        fh.write(buf.getvalue())
+
+
+class EvalCallback(EventCallback):
+    """Evaluates the model every ``eval_freq`` env timesteps, keeps the best model and logs ``eval/*``.
+
+    Each evaluation runs :func:`~rlkit_td3.evaluation.evaluate_policy` for ``n_eval_episodes`` episodes, records
+    ``eval/mean_reward`` and ``eval/mean_ep_length`` and dumps the logger. With ``log_path`` it (re)writes
+    ``<log_path>/evaluations.npz`` with arrays ``timesteps`` (n_evals,), ``results`` and ``ep_lengths``
+    (n_evals, n_eval_episodes); with ``best_model_save_path`` it saves ``best_model.zip`` there whenever
+    the mean return improves.
+
+    Unlike Stable-Baselines3 (which counts calls, i.e. ``eval_freq × n_envs`` timesteps), ``eval_freq``
+    counts env timesteps: an evaluation runs each time ``num_timesteps`` crosses a multiple of it.
+
+    Args:
+        eval_env: the env to evaluate on (an Env, an env id or a vector env). Use a separate env from the
+            training one.
+        callback_on_new_best: run when a new best mean return is reached (e.g.
+            :class:`StopTrainingOnRewardThreshold`).
+        callback_after_eval: run after every evaluation (e.g. :class:`StopTrainingOnNoModelImprovement`).
+        n_eval_episodes: episodes per evaluation.
+        eval_freq: the period, in env timesteps.
+        log_path: folder for ``evaluations.npz`` (``None``: not written).
+        best_model_save_path: folder for ``best_model.zip`` (``None``: not saved).
+        deterministic: act without exploration noise.
+        seed: seed of each evaluation's first reset, so that every evaluation sees the same episodes
+            (``None``: the eval env's RNG continues).
+        verbose: 1 prints each evaluation's result.
+    """
+
+    def __init__(
+        self,
+        eval_env: gym.Env | VectorEnv | str,
+        callback_on_new_best: BaseCallback | None = None,
+        callback_after_eval: BaseCallback | None = None,
+        n_eval_episodes: int = 5,
+        eval_freq: int = 10_000,
+        log_path: str | os.PathLike[str] | None = None,
+        best_model_save_path: str | os.PathLike[str] | None = None,
+        deterministic: bool = True,
+        seed: int | None = None,
+        verbose: int = 1,
+    ) -> None:
+        super().__init__(callback_on_new_best, verbose=verbose)
+        if callback_after_eval is not None and not isinstance(callback_after_eval, BaseCallback):
+            raise TypeError(f"callback_after_eval must be a BaseCallback or None, got {callback_after_eval!r}")
+        if isinstance(n_eval_episodes, bool) or not isinstance(n_eval_episodes, int) or n_eval_episodes < 1:
+            raise ValueError(f"n_eval_episodes must be a positive int, got {n_eval_episodes!r}")
+        self.callback_after_eval = callback_after_eval
+        if callback_after_eval is not None:
+            callback_after_eval.parent = self
+        self.eval_env = gym.make(eval_env) if isinstance(eval_env, str) else eval_env
+        if not isinstance(self.eval_env, (gym.Env, VectorEnv)):
+            raise TypeError(f"eval_env must be a gymnasium Env, a VectorEnv or an env id, got {eval_env!r}")
+        self.n_eval_episodes = n_eval_episodes
+        self._every = _EveryTimesteps("eval_freq", eval_freq)
+        self.eval_freq = self._every.freq
+        self.log_path = None if log_path is None else Path(log_path) / "evaluations.npz"
+        self.best_model_save_path = None if best_model_save_path is None else Path(best_model_save_path)
+        self.deterministic = deterministic
+        self.seed = seed
+        self.best_mean_reward = -np.inf
+        self.last_mean_reward = -np.inf
+        self.evaluations_timesteps: list[int] = []
+        self.evaluations_results: list[list[float]] = []
+        self.evaluations_length: list[list[int]] = []
+
+    def _init_callback(self) -> None:
+        for folder in (self.best_model_save_path, None if self.log_path is None else self.log_path.parent):
+            if folder is not None:
+                folder.mkdir(parents=True, exist_ok=True)
+        if self.callback_after_eval is not None:
+            self.callback_after_eval.init_callback(self.model)  # type: ignore[arg-type]
+
+    def _on_training_start(self) -> None:
+        self._every.start(self.num_timesteps)
+        super()._on_training_start()
+        if self.callback_after_eval is not None:
+            self.callback_after_eval.on_training_start(self.locals, self.globals)
+
+    def _on_step(self) -> bool:
+        if not self._every.due(self.num_timesteps):
+            return True
+        return self.evaluate()
+
+    def evaluate(self) -> bool:
+        """Run one evaluation now; returns False when a child callback asks to stop training."""
+        assert self.model is not None, "callback used before init_callback()"
+        returns, lengths = evaluate_policy(
+            self.model,
+            self.eval_env,
+            n_eval_episodes=self.n_eval_episodes,
+            deterministic=self.deterministic,
+            return_episode_rewards=True,
+            seed=self.seed,
+        )
+        self.evaluations_timesteps.append(self.num_timesteps)
+        self.evaluations_results.append(list(returns))
+        self.evaluations_length.append(list(lengths))
+        if self.log_path is not None:
+            _save_npz(
+                self.log_path,
+                timesteps=np.array(self.evaluations_timesteps),
+                results=np.array(self.evaluations_results),
+                ep_lengths=np.array(self.evaluations_length),
+            )
+        mean_reward, std_reward = float(np.mean(returns)), float(np.std(returns))
+        mean_length = float(np.mean(lengths))
+        self.last_mean_reward = mean_reward
+        if self.verbose >= 1:
+            print(
+                f"Eval num_timesteps={self.num_timesteps}, episode_reward={mean_reward:.2f} +/- {std_reward:.2f}, "
+                f"episode_length={mean_length:.2f}"
+            )
+        self.logger.record("eval/mean_reward", mean_reward)
+        self.logger.record("eval/mean_ep_length", mean_length)
+        self.logger.record("time/total_timesteps", self.num_timesteps, exclude="tensorboard")
+        self.logger.dump(self.num_timesteps)
+
+        continue_training = True
+        if mean_reward > self.best_mean_reward:
+            if self.verbose >= 1:
+                print("New best mean reward!")
+            self.best_mean_reward = mean_reward
+            if self.best_model_save_path is not None:
+                self.model.save(self.best_model_save_path / "best_model.zip")
+            continue_training = self._on_event()
+        if self.callback_after_eval is not None:
+            continue_training = self.callback_after_eval.on_step() and continue_training
+        return continue_training
+
+    def update_child_locals(self, locals_: dict[str, Any]) -> None:
+        super().update_child_locals(locals_)
+        if self.callback_after_eval is not None:
+            self.callback_after_eval.update_locals(locals_)
+
+
+class CheckpointCallback(BaseCallback):
+    """Saves the model every ``save_freq`` env timesteps as ``<save_path>/<name_prefix>_<t>_steps.zip``.
+
+    With ``save_replay_buffer=True`` the buffer goes beside it as
+    ``<name_prefix>_replay_buffer_<t>_steps.npz`` (reload it with ``model.load_replay_buffer``).
+    Unlike Stable-Baselines3, ``save_freq`` counts env timesteps, not calls, whatever the number of envs.
+
+    Args:
+        save_freq: the period, in env timesteps.
+        save_path: the folder (created if missing).
+        name_prefix: the start of the file names.
+        save_replay_buffer: also save the replay buffer.
+        verbose: 2 prints each saved path.
+    """
+
+    def __init__(
+        self,
+        save_freq: int,
+        save_path: str | os.PathLike[str],
+        name_prefix: str = "rl_model",
+        save_replay_buffer: bool = False,
+        verbose: int = 0,
+    ) -> None:
+        super().__init__(verbose)
+        self._every = _EveryTimesteps("save_freq", save_freq)
+        self.save_freq = self._every.freq
+        self.save_path = Path(save_path)
+        self.name_prefix = name_prefix
+        self.save_replay_buffer = save_replay_buffer
+
+    def _init_callback(self) -> None:
+        self.save_path.mkdir(parents=True, exist_ok=True)
+
+    def _on_training_start(self) -> None:
+        self._every.start(self.num_timesteps)
+
+    def _checkpoint_path(self, checkpoint_type: str = "", extension: str = "zip") -> Path:
+        return self.save_path / f"{self.name_prefix}_{checkpoint_type}{self.num_timesteps}_steps.{extension}"
+
+    def _on_step(self) -> bool:
+        if self._every.due(self.num_timesteps):
+            assert self.model is not None
+            path = self._checkpoint_path()
+            self.model.save(path)
+            if self.verbose >= 2:
+                print(f"Saving model checkpoint to {path}")
+            if self.save_replay_buffer:
+                buffer_path = self._checkpoint_path("replay_buffer_", extension="npz")
+                self.model.save_replay_buffer(buffer_path)
+                if self.verbose >= 2:
+                    print(f"Saving model replay buffer checkpoint to {buffer_path}")
+        return True
+
+
+class StopTrainingOnRewardThreshold(BaseCallback):
+    """Stops training once the best mean evaluation return reaches ``reward_threshold``.
+
+    Use it as ``EvalCallback(..., callback_on_new_best=StopTrainingOnRewardThreshold(-200))``.
+
+    Args:
+        reward_threshold: the return to reach.
+        verbose: 1 prints a message when training stops.
+    """
+
+    def __init__(self, reward_threshold: float, verbose: int = 0) -> None:
+        super().__init__(verbose)
+        self.reward_threshold = float(reward_threshold)
+
+    def _on_step(self) -> bool:
+        if not isinstance(self.parent, EvalCallback):
+            raise TypeError("StopTrainingOnRewardThreshold must be a child of an EvalCallback (callback_on_new_best)")
+        keep_going = bool(self.parent.best_mean_reward < self.reward_threshold)
+        if not keep_going and self.verbose >= 1:
+            print(
+                f"Stopping training: the best mean reward {self.parent.best_mean_reward:.2f} "
+                f"reached the threshold {self.reward_threshold:.2f}"
+            )
+        return keep_going
+
+
+class StopTrainingOnNoModelImprovement(BaseCallback):
+    """Stops training when ``max_no_improvement_evals`` evaluations in a row bring no new best mean return.
+
+    Use it as ``EvalCallback(..., callback_after_eval=StopTrainingOnNoModelImprovement(3))``.
+
+    Args:
+        max_no_improvement_evals: evaluations without improvement tolerated.
+        min_evals: evaluations before the count starts.
+        verbose: 1 prints a message when training stops.
+    """
+
+    def __init__(self, max_no_improvement_evals: int, min_evals: int = 0, verbose: int = 0) -> None:
+        super().__init__(verbose)
+        if isinstance(max_no_improvement_evals, bool) or not isinstance(max_no_improvement_evals, int):
+            raise TypeError(f"max_no_improvement_evals must be an int, got {max_no_improvement_evals!r}")
+        if max_no_improvement_evals < 0 or min_evals < 0:
+            raise ValueError(
+                f"max_no_improvement_evals and min_evals must be >= 0, got {max_no_improvement_evals}, {min_evals}"
+            )
+        self.max_no_improvement_evals = max_no_improvement_evals
+        self.min_evals = min_evals
+        self.last_best_mean_reward = -np.inf
+        self.no_improvement_evals = 0
+
+    def _on_step(self) -> bool:
+        if not isinstance(self.parent, EvalCallback):
+            raise TypeError("StopTrainingOnNoModelImprovement must be a child of an EvalCallback (callback_after_eval)")
+        keep_going = True
+        best = self.parent.best_mean_reward
+        if self.n_calls > self.min_evals:
+            if best > self.last_best_mean_reward:
+                self.no_improvement_evals = 0
+            else:
+                self.no_improvement_evals += 1
+                keep_going = self.no_improvement_evals <= self.max_no_improvement_evals
+        self.last_best_mean_reward = best
+        if not keep_going and self.verbose >= 1:
+            print(f"Stopping training: no new best model in the last {self.no_improvement_evals} evaluations")
+        return keep_going
+
+
+class StopTrainingOnMaxEpisodes(BaseCallback):
+    """Stops training after ``max_episodes`` episodes per env (``max_episodes × n_envs`` in all, as in SB3).
+
+    Args:
+        max_episodes: episodes per env.
+        verbose: 1 prints a message when training stops.
+    """
+
+    def __init__(self, max_episodes: int, verbose: int = 0) -> None:
+        super().__init__(verbose)
+        if isinstance(max_episodes, bool) or not isinstance(max_episodes, int) or max_episodes < 1:
+            raise ValueError(f"max_episodes must be a positive int, got {max_episodes!r}")
+        self.max_episodes = max_episodes
+        self._total_max_episodes = max_episodes
+        self.n_episodes = 0
+
+    def _init_callback(self) -> None:
+        self._total_max_episodes = self.max_episodes * self.training_env.num_envs
+
+    def _on_step(self) -> bool:
+        self.n_episodes += int(np.sum(self.locals["dones"]))
+        keep_going = self.n_episodes < self._total_max_episodes
+        if not keep_going and self.verbose >= 1:
+            print(f"Stopping training: {self.n_episodes} episodes reached max_episodes={self.max_episodes}")
+        return keep_going
+
+
+class ProgressBarCallback(BaseCallback):
+    """A tqdm progress bar drawn with rich: timesteps done, speed and time left.
+
+    ``learn(..., progress_bar=True)`` adds one. Without a terminal (CI, a captured run) the bar is
+    printed once when training ends.
+
+    Raises:
+        ImportError: tqdm or rich is missing (``pip install 'rlkit_td3[progress]'``).
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        try:
+            import rich  # noqa: F401
+            from tqdm.rich import tqdm
+        except ImportError as exc:
+            raise ImportError("the progress bar needs tqdm and rich: pip install 'rlkit_td3[progress]'") from exc
+        self._tqdm = tqdm
+        self.pbar: Any = None
+        self._start = 0
+
+    def _on_training_start(self) -> None:
+        with warnings.catch_warnings():  # tqdm.rich is marked experimental
+            warnings.simplefilter("ignore")
+            self.pbar = self._tqdm(total=int(self.locals["total_timesteps"]), unit="steps")
+        self._start = self.num_timesteps
+
+    def _on_step(self) -> bool:
+        self.pbar.update(self.num_timesteps - self._start - self.pbar.n)
+        return True
+
+    def _on_training_end(self) -> None:
+        self.pbar.refresh()
+        self.pbar.close()
+
+
 MaybeCallback = BaseCallback | Callable[[dict[str, Any], dict[str, Any]], bool] | Sequence[Any] | None
 
 
-def convert_callback(callback: MaybeCallback) -> BaseCallback:
+def convert_callback(callback: MaybeCallback, progress_bar: bool = False) -> BaseCallback:
     """Turn ``None``, a list, a function or a callback into one :class:`BaseCallback`.
+
+    Args:
+        callback: what the user passed to ``learn``.
+        progress_bar: add a :class:`ProgressBarCallback`.
 
     Raises:
         TypeError: anything else.
     """
     if callback is None:
-        return BaseCallback()
-    if isinstance(callback, BaseCallback):
-        return callback
-    if isinstance(callback, (list, tuple)):
-        return CallbackList([convert_callback(cb) for cb in callback])
-    if callable(callback):
-        return ConvertCallback(callback)
-    raise TypeError(f"callback must be a BaseCallback, a list of them, or a function, got {callback!r}")
+        converted: BaseCallback = BaseCallback()
+    elif isinstance(callback, BaseCallback):
+        converted = callback
+    elif isinstance(callback, (list, tuple)):
+        converted = CallbackList([convert_callback(cb) for cb in callback])
+    elif callable(callback):
+        converted = ConvertCallback(callback)
+    else:
+        raise TypeError(f"callback must be a BaseCallback, a list of them, or a function, got {callback!r}")
+    if progress_bar:
+        converted = CallbackList([converted, ProgressBarCallback()])
+    return converted
 
 
-__all__ = ["BaseCallback", "CallbackList", "ConvertCallback", "MaybeCallback", "convert_callback"]
+__all__ = [
+    "BaseCallback",
+    "CallbackList",
+    "CheckpointCallback",
+    "ConvertCallback",
+    "EvalCallback",
+    "EventCallback",
+    "EveryNTimesteps",
+    "MaybeCallback",
+    "ProgressBarCallback",
+    "StopTrainingOnMaxEpisodes",
+    "StopTrainingOnNoModelImprovement",
+    "StopTrainingOnRewardThreshold",
+    "convert_callback",
+]

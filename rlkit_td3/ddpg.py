@@ -9,6 +9,7 @@ comparison isolates the three switches.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import gymnasium as gym
@@ -48,6 +49,7 @@ class DDPG(OffPolicyAlgorithm):
         actor_learning_rate: ScheduleLike | None = None,
         critic_learning_rate: ScheduleLike | None = None,
         policy_kwargs: dict[str, Any] | None = None,
+        tensorboard_log: str | os.PathLike[str] | None = None,
         verbose: int = 0,
         seed: int | None = None,
         device: torch.device | str = "auto",
@@ -75,6 +77,7 @@ class DDPG(OffPolicyAlgorithm):
             actor_learning_rate=actor_learning_rate,
             critic_learning_rate=critic_learning_rate,
             policy_kwargs={"n_critics": 1, **(policy_kwargs or {})},
+            tensorboard_log=tensorboard_log,
             verbose=verbose,
             seed=seed,
             device=device,

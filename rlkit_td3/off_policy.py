@@ -13,18 +13,20 @@ import os
 import platform
 import sys
 import time
-from collections import deque
+from pathlib import Path
 from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
 import torch
 from gymnasium import spaces
-from gymnasium.vector import AutoresetMode, SyncVectorEnv, VectorEnv
+from gymnasium.vector import AutoresetMode, SyncVectorEnv, VectorEnv, VectorWrapper
+from gymnasium.wrappers.vector import RecordEpisodeStatistics
 
 from rlkit_td3.buffers import BUFFER_REGISTRY, ReplayBuffer, ReplayBufferSamples
 from rlkit_td3.callbacks import MaybeCallback, convert_callback
 from rlkit_td3.logger import Logger, configure
+from rlkit_td3.monitor import Monitor, is_monitored
 from rlkit_td3.noise import ActionNoise, NormalActionNoise, VectorizedActionNoise, noise_from_dict
 from rlkit_td3.policies import POLICY_ALIASES, TD3Policy, get_policy_class
 from rlkit_td3.schedules import Schedule, ScheduleLike, as_schedule, schedule_from_dict, schedule_to_dict
@@ -177,24 +179,57 @@ class _ObservationCheck(gym.Wrapper):
         return obs, reward, terminated, truncated, info
 
 
-def make_vec_env(env: gym.Env | VectorEnv | str) -> VectorEnv:
-    """Wrap what the user passed as a gymnasium vector env.
+EPISODE_STATS_KEY = "rlkit_episode"
+"""The ``infos`` key of the episode-statistics wrapper the algorithm adds (a private key, so that it never
+clashes with ``info["episode"]`` written by :class:`~rlkit_td3.monitor.Monitor` inside sub-envs)."""
 
-    An env id is made with ``gymnasium.make``; a single env is wrapped in a one-env ``SyncVectorEnv``
-    with autoreset disabled (the algorithm resets ended episodes itself, just before the next step, which
-    is what makes a checkpoint at an episode boundary resume exactly); a vector env is used as it is.
+
+def episode_statistics(env: VectorEnv | None) -> RecordEpisodeStatistics | None:
+    """The gymnasium ``RecordEpisodeStatistics`` wrapper in ``env``'s wrapper chain, if any."""
+    while isinstance(env, VectorWrapper):
+        if isinstance(env, RecordEpisodeStatistics):
+            return env
+        env = env.env
+    return None
+
+
+def make_vec_env(env: gym.Env | VectorEnv | str) -> VectorEnv:
+    """Wrap what the user passed as a gymnasium vector env that records episode statistics.
+
+    An env id is made with ``gymnasium.make``; a single env is wrapped in
+    :class:`~rlkit_td3.monitor.Monitor` (unless it already has one, as Stable-Baselines3 does), in an
+    observation check, and in a one-env ``SyncVectorEnv`` with autoreset disabled: the algorithm resets
+    ended episodes itself, just before the next step, which is what makes a checkpoint at an episode
+    boundary resume exactly. A vector env is used as it is. Unless the result already has one, it is then
+    wrapped in gymnasium's vector ``RecordEpisodeStatistics``: its last 100 episodes give
+    ``rollout/ep_rew_mean`` and ``rollout/ep_len_mean``.
 
     Raises:
         TypeError: ``env`` is none of these.
     """
     if isinstance(env, str):
         env = gym.make(env)
-    if isinstance(env, VectorEnv):
-        return env
     if isinstance(env, gym.Env):
-        single = _ObservationCheck(env)
-        return SyncVectorEnv([lambda: single], autoreset_mode=AutoresetMode.DISABLED)
-    raise TypeError(f"env must be a gymnasium Env, a VectorEnv or an env id string, got {env!r}")
+        single = _ObservationCheck(env if is_monitored(env) else Monitor(env))
+        env = SyncVectorEnv([lambda: single], autoreset_mode=AutoresetMode.DISABLED)
+    if not isinstance(env, VectorEnv):
+        raise TypeError(f"env must be a gymnasium Env, a VectorEnv or an env id string, got {env!r}")
+    if episode_statistics(env) is None:
+        if isinstance(env.metadata.get("autoreset_mode"), str):
+            env.metadata["autoreset_mode"] = AutoresetMode(env.metadata["autoreset_mode"])
+        env = RecordEpisodeStatistics(env, buffer_length=100, stats_key=EPISODE_STATS_KEY)
+    return env
+
+
+def _latest_run_id(folder: Path, name: str) -> int:
+    """The largest ``N`` among the sub-folders ``<name>_<N>`` of ``folder`` (0 if none)."""
+    ids = [0]
+    if folder.is_dir():
+        for child in folder.iterdir():
+            prefix, _, suffix = child.name.rpartition("_")
+            if child.is_dir() and prefix == name and suffix.isdigit():
+                ids.append(int(suffix))
+    return max(ids)
 
 
 class OffPolicyAlgorithm:
@@ -231,6 +266,8 @@ class OffPolicyAlgorithm:
         critic_learning_rate: overrides ``learning_rate`` for the critics (float or schedule).
         policy_kwargs: keyword arguments for the policy (``net_arch``, ``activation_fn``, ``n_critics``,
             ``optimizer_class``, ``optimizer_kwargs``). The caller's dict is never modified.
+        tensorboard_log: folder for TensorBoard runs; each ``learn`` call logs to
+            ``<tensorboard_log>/<tb_log_name>_<N>`` (needs the ``tensorboard`` extra). ``None``: no TensorBoard.
         verbose: 0 silent, 1 prints a training table every ``log_interval`` episodes.
         seed: seeds torch, the buffer's sampler, the noise, the warm-up actions and the env's first reset.
         device: ``"auto"``, ``"cpu"``, ``"cuda"``, ...
@@ -261,6 +298,7 @@ class OffPolicyAlgorithm:
         actor_learning_rate: ScheduleLike | None = None,
         critic_learning_rate: ScheduleLike | None = None,
         policy_kwargs: dict[str, Any] | None = None,
+        tensorboard_log: str | os.PathLike[str] | None = None,
         verbose: int = 0,
         seed: int | None = None,
         device: torch.device | str = "auto",
@@ -305,6 +343,9 @@ class OffPolicyAlgorithm:
         if policy_kwargs is not None and not isinstance(policy_kwargs, dict):
             raise TypeError(f"policy_kwargs must be a dict, got {policy_kwargs!r}")
         self.policy_kwargs = dict(policy_kwargs or {})
+        if tensorboard_log is not None and not isinstance(tensorboard_log, (str, os.PathLike)):
+            raise TypeError(f"tensorboard_log must be a folder path or None, got {tensorboard_log!r}")
+        self.tensorboard_log = None if tensorboard_log is None else os.fspath(tensorboard_log)
         self.verbose = _check_int("verbose", verbose, 0)
         self.seed = None if seed is None else _check_int("seed", seed, 0)
         self.device = get_device(device)
@@ -327,6 +368,7 @@ class OffPolicyAlgorithm:
         self._rollout: dict[str, int] | None = None
         self._env_seeded = False
         self.logger: Logger = configure(None, ["stdout"] if self.verbose >= 1 else [])
+        self._custom_logger = False
         if _init_setup_model:
             self._setup_model()
 
@@ -411,6 +453,18 @@ class OffPolicyAlgorithm:
         self._n_critic_losses = self._n_actor_losses = 0
 
     # ------------------------------------------------------------------ env access
+    @property
+    def ep_info_buffer(self) -> list[dict[str, float]]:
+        """The last (up to 100) finished training episodes, oldest first: ``{"r": return, "l": length}``.
+
+        Read from the env's episode-statistics wrapper (see :func:`make_vec_env`), the one source of
+        ``rollout/ep_rew_mean`` and ``rollout/ep_len_mean``.
+        """
+        stats = episode_statistics(self.env)
+        if stats is None:
+            return []
+        return [{"r": float(r), "l": int(n)} for r, n in zip(stats.return_queue, stats.length_queue)]
+
     def get_env(self) -> VectorEnv | None:
         """The vector env the model trains on (``None`` for a model loaded without env)."""
         return self.env
@@ -438,37 +492,74 @@ class OffPolicyAlgorithm:
             raise ValueError(f"the env has n_envs={vec.num_envs}, the model was built for {self.replay_buffer.n_envs}")
 
     # ------------------------------------------------------------------ learning loop
+    def set_logger(self, logger: Logger) -> None:
+        """Use ``logger`` (e.g. from :func:`rlkit_td3.logger.configure`) for the following ``learn`` calls,
+        instead of the one each ``learn`` call builds from ``verbose`` and ``tensorboard_log``."""
+        if not isinstance(logger, Logger):
+            raise TypeError(f"logger must be a rlkit_td3.logger.Logger, got {logger!r}")
+        self.logger = logger
+        self._custom_logger = True
+
+    def _setup_logger(self, tb_log_name: str, reset_num_timesteps: bool) -> None:
+        """The per-``learn`` logger, as in Stable-Baselines3: stdout if ``verbose >= 1``, TensorBoard in
+        ``<tensorboard_log>/<tb_log_name>_<N>`` (a new ``N`` per call; the last one again when continuing)."""
+        if self._custom_logger:
+            return
+        self.logger.close()
+        formats = ["stdout"] if self.verbose >= 1 else []
+        folder = None
+        if self.tensorboard_log is not None:
+            root = Path(self.tensorboard_log)
+            latest = _latest_run_id(root, tb_log_name)
+            run_id = max(latest, 1) if not reset_num_timesteps else latest + 1
+            folder = root / f"{tb_log_name}_{run_id}"
+            formats.append("tensorboard")
+        self.logger = configure(folder, formats)
+
     def learn(
         self,
         total_timesteps: int,
         callback: MaybeCallback = None,
         log_interval: int = 4,
+        tb_log_name: str | None = None,
         reset_num_timesteps: bool = True,
+        progress_bar: bool = False,
     ) -> OffPolicyAlgorithm:
         """Train for ``total_timesteps`` env steps (counted over all envs) and return ``self``.
 
         Args:
             total_timesteps: env steps to collect in this call.
             callback: a callback, a list of them, or a function ``f(locals, globals) -> bool``.
-            log_interval: with ``verbose >= 1``, print the training table every this many episodes.
+            log_interval: write the logger (stdout table, TensorBoard, ...) every this many episodes.
+            tb_log_name: name of the TensorBoard run folder (default: the class name, e.g. ``TD3``).
             reset_num_timesteps: False continues the counters (and the schedules' progress) of a previous
                 ``learn`` call or of a loaded model.
+            progress_bar: show a progress bar (needs the ``progress`` extra: tqdm and rich).
         """
         total_timesteps = _check_int("total_timesteps", total_timesteps, 1)
         log_interval = _check_int("log_interval", log_interval, 1)
+        if tb_log_name is None:
+            tb_log_name = type(self).__name__
+        if not isinstance(tb_log_name, str) or not tb_log_name or os.sep in tb_log_name:
+            raise ValueError(f"tb_log_name must be a non-empty folder name, got {tb_log_name!r}")
         if self.env is None:
             raise ValueError("the model has no env: pass env= to load() or call set_env() before learn()")
+        callback = convert_callback(callback, progress_bar=progress_bar)
         if reset_num_timesteps:
             self.num_timesteps = 0
             self._episode_num = 0
             self._last_obs = None
             self._rollout = None
+            stats = episode_statistics(self.env)
+            if stats is not None:
+                for queue in (stats.return_queue, stats.length_queue, stats.time_queue):
+                    queue.clear()
         self._start_timesteps = self.num_timesteps
         self._total_timesteps = self.num_timesteps + total_timesteps
         self._start_time = time.perf_counter()
         if self._last_obs is None:
             self._reset_env()
-        callback = convert_callback(callback)
+        self._setup_logger(tb_log_name, reset_num_timesteps)
         callback.init_callback(self)
         callback.on_training_start(locals(), globals())
 
@@ -491,9 +582,6 @@ class OffPolicyAlgorithm:
         obs, _ = self.env.reset(seed=seed)
         self._last_obs = obs
         self._needs_reset = np.zeros(self.n_envs, dtype=bool)
-        self._ep_returns = np.zeros(self.n_envs, dtype=np.float64)
-        self._ep_lengths = np.zeros(self.n_envs, dtype=np.int64)
-        self.ep_info_buffer: deque[tuple[float, int]] = getattr(self, "ep_info_buffer", deque(maxlen=100))
         if self.action_noise is not None:
             self.action_noise.reset()
 
@@ -547,7 +635,8 @@ class OffPolicyAlgorithm:
         bad_reward = ~np.isfinite(rewards)
         i = int(np.flatnonzero(bad_obs | bad_reward)[0])
         what = "observation" if bad_obs[i] else f"reward ({rewards[i]})"
-        spec = getattr(self.env.envs[i], "spec", None) if isinstance(self.env, SyncVectorEnv) else None
+        base = self.env.unwrapped
+        spec = getattr(base.envs[i], "spec", None) if isinstance(base, SyncVectorEnv) else None
         name = spec.id if spec is not None else type(self.env).__name__
         raise NonFiniteError(
             f"env {i} ({name}) returned a non-finite {what} at step {self.num_timesteps} "
@@ -557,7 +646,18 @@ class OffPolicyAlgorithm:
     def _reset_ended_envs(self) -> None:
         """Reset the envs whose episode ended at the previous step (autoreset disabled)."""
         mask = self._needs_reset
-        reset_obs, _ = self.env.reset(options={"reset_mask": mask.copy()})
+        stats = episode_statistics(self.env)
+        if stats is None:
+            reset_obs, _ = self.env.reset(options={"reset_mask": mask.copy()})
+        else:
+            # gymnasium's vector env consumes the mask from the options it shares with the statistics
+            # wrapper, which would then restart every env's statistics: reset below it, and restart only
+            # the masked envs' statistics here.
+            reset_obs, _ = stats.env.reset(options={"reset_mask": mask.copy()})
+            stats.episode_returns[mask] = 0.0
+            stats.episode_lengths[mask] = 0
+            stats.episode_start_times[mask] = time.perf_counter()
+            stats.prev_dones[mask] = False
         self._last_obs = np.where(mask.reshape(-1, *([1] * (reset_obs.ndim - 1))), reset_obs, self._last_obs)
         self._needs_reset = np.zeros(self.n_envs, dtype=bool)
 
@@ -616,16 +716,14 @@ class OffPolicyAlgorithm:
         return valid
 
     def _track_episodes(self, rewards: np.ndarray, dones: np.ndarray, valid: np.ndarray, log_interval: int) -> int:
-        """Episode returns and lengths, per-env noise resets and the periodic log; returns episodes ended."""
-        self._ep_returns += np.where(valid, rewards, 0.0)
-        self._ep_lengths += valid
+        """Episode count, per-env noise resets and the periodic log; returns the number of episodes ended.
+
+        Episode returns and lengths are recorded by the env's episode-statistics wrapper (``ep_info_buffer``).
+        """
         ended = np.flatnonzero(dones & valid)
-        for i in ended:
-            self.ep_info_buffer.append((float(self._ep_returns[i]), int(self._ep_lengths[i])))
-            self._ep_returns[i] = 0.0
-            self._ep_lengths[i] = 0
+        for _ in ended:
             self._episode_num += 1
-            if self.verbose >= 1 and self._episode_num % log_interval == 0:
+            if self._episode_num % log_interval == 0 and self.logger.writers:
                 self._dump_logs()
         if len(ended) and self.action_noise is not None:
             if isinstance(self.action_noise, VectorizedActionNoise):
@@ -635,19 +733,24 @@ class OffPolicyAlgorithm:
         return len(ended)
 
     def _dump_logs(self) -> None:
+        """Record the standard keys and write one row. The loss sums are read from the device here, once."""
         elapsed = max(time.perf_counter() - self._start_time, 1e-9)
         log = self.logger
-        if self.ep_info_buffer:
-            log.record("rollout/ep_rew_mean", float(np.mean([r for r, _ in self.ep_info_buffer])))
-            log.record("rollout/ep_len_mean", float(np.mean([n for _, n in self.ep_info_buffer])))
-        log.record("time/episodes", self._episode_num)
+        stats = episode_statistics(self.env)
+        if stats is not None and stats.return_queue:
+            log.record("rollout/ep_rew_mean", float(np.mean(stats.return_queue)))
+            log.record("rollout/ep_len_mean", float(np.mean(stats.length_queue)))
+        log.record("time/episodes", self._episode_num, exclude="tensorboard")
         log.record("time/fps", int((self.num_timesteps - self._start_timesteps) / elapsed))
-        log.record("time/total_timesteps", self.num_timesteps)
-        if self._n_critic_losses:
-            log.record("train/critic_loss", self._critic_loss_sum.item() / self._n_critic_losses)
-        if self._n_actor_losses:
-            log.record("train/actor_loss", self._actor_loss_sum.item() / self._n_actor_losses)
-        log.record("train/n_updates", self._n_updates)
+        log.record("time/time_elapsed", int(elapsed), exclude="tensorboard")
+        log.record("time/total_timesteps", self.num_timesteps, exclude="tensorboard")
+        if self._n_critic_losses or self._n_actor_losses:
+            critic_sum, actor_sum = torch.stack([self._critic_loss_sum, self._actor_loss_sum]).tolist()
+            if self._n_critic_losses:
+                log.record("train/critic_loss", critic_sum / self._n_critic_losses)
+            if self._n_actor_losses:
+                log.record("train/actor_loss", actor_sum / self._n_actor_losses)
+        log.record("train/n_updates", self._n_updates, exclude="tensorboard")
         log.record("train/learning_rate", self._actor_schedule(self._current_progress_remaining))
         self._reset_loss_stats()
         log.dump(self.num_timesteps)
@@ -825,6 +928,7 @@ class OffPolicyAlgorithm:
                 "target_noise_clip": self.target_noise_clip,
                 "verbose": self.verbose,
                 "seed": self.seed,
+                "tensorboard_log": self.tensorboard_log,
             },
             "schedules": {
                 "learning_rate": self._schedule_entry("learning_rate", self.learning_rate, pickled),
@@ -874,7 +978,7 @@ class OffPolicyAlgorithm:
             "rollout": None if self._rollout is None else dict(self._rollout),
             "progress_remaining": self._current_progress_remaining,
             "env_seeded": self._env_seeded,
-            "episode_infos": [list(info) for info in getattr(self, "ep_info_buffer", ())],
+            "episode_infos": [[info["r"], info["l"]] for info in self.ep_info_buffer],
             "warmup_rng": rng_state_to_json(self._warmup_rng),
             "action_noise": None if self.action_noise is None else self.action_noise.get_state(),
             "env_rngs": self._env_rng_states(),
@@ -882,8 +986,9 @@ class OffPolicyAlgorithm:
 
     def _env_generators(self) -> list[Any] | None:
         """Each sub-env's own generator (``env.unwrapped.np_random``), where the vector env lets us reach it."""
-        if isinstance(self.env, SyncVectorEnv):
-            return [sub.unwrapped.np_random for sub in self.env.envs]
+        base = None if self.env is None else self.env.unwrapped
+        if isinstance(base, SyncVectorEnv):
+            return [sub.unwrapped.np_random for sub in base.envs]
         return None
 
     def _env_rng_states(self) -> list[dict[str, Any]] | None:
@@ -897,7 +1002,7 @@ class OffPolicyAlgorithm:
         self._rollout = None if state["rollout"] is None else {k: int(v) for k, v in state["rollout"].items()}
         self._current_progress_remaining = float(state["progress_remaining"])
         self._env_seeded = bool(state["env_seeded"])
-        self.ep_info_buffer = deque(((float(r), int(n)) for r, n in state["episode_infos"]), maxlen=100)
+        self._saved_episode_infos = [(float(r), int(n)) for r, n in state["episode_infos"]]
         set_rng_state(self._warmup_rng, state["warmup_rng"])
         if self.action_noise is not None and state["action_noise"] is not None:
             self.action_noise.set_state(state["action_noise"])
@@ -920,8 +1025,11 @@ class OffPolicyAlgorithm:
         if env_rngs is not None and generators is not None and len(env_rngs) == len(generators):
             for rng, spec in zip(generators, env_rngs):
                 set_rng_state(rng, spec)
-        self._ep_returns = np.zeros(self.n_envs, dtype=np.float64)
-        self._ep_lengths = np.zeros(self.n_envs, dtype=np.int64)
+        stats = episode_statistics(self.env)
+        if stats is not None:  # the recent episodes, for rollout/ep_rew_mean
+            for r, n in self._saved_episode_infos:
+                stats.return_queue.append(r)
+                stats.length_queue.append(n)
         if self._autoreset_mode == AutoresetMode.DISABLED:
             self._last_obs = obs if last_obs is None else last_obs.numpy()
             self._needs_reset = np.ones(self.n_envs, dtype=bool)

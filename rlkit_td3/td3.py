@@ -8,6 +8,7 @@ exploration noise (Gaussian σ = 0.1 instead of none).
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import gymnasium as gym
@@ -54,6 +55,7 @@ class TD3(OffPolicyAlgorithm):
         actor_learning_rate: ScheduleLike | None = None,
         critic_learning_rate: ScheduleLike | None = None,
         policy_kwargs: dict[str, Any] | None = None,
+        tensorboard_log: str | os.PathLike[str] | None = None,
         verbose: int = 0,
         seed: int | None = None,
         device: torch.device | str = "auto",
@@ -79,6 +81,7 @@ class TD3(OffPolicyAlgorithm):
             actor_learning_rate=actor_learning_rate,
             critic_learning_rate=critic_learning_rate,
             policy_kwargs=policy_kwargs,
+            tensorboard_log=tensorboard_log,
             verbose=verbose,
             seed=seed,
             device=device,
