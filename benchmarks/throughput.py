@@ -275,7 +275,7 @@ def scaling_section(reps: int, steps: int, rows: list[str]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="fewer steps, for a smoke run")
     parser.add_argument("--sections", nargs="+", default=["update", "learn", "scaling"])
     parser.add_argument("--out", default=None, help="also write the table to this file")
