@@ -112,3 +112,16 @@ def test_resume_mid_episode_restarts_the_episode_in_flight(tmp_path):
     assert len(resumed["buffer"]["rewards"]) == len(straight["buffer"]["rewards"]) == 1300
     np.testing.assert_array_equal(resumed["buffer"]["rewards"][:1100], straight["buffer"]["rewards"][:1100])
     assert not np.array_equal(resumed["buffer"]["observations"][1100], straight["buffer"]["observations"][1100])
+
+
+def test_checkpoint_callback_files_resume_exactly(tmp_path):
+    from rlkit_td3.callbacks import CheckpointCallback
+
+    kw = dict(learning_starts=200, **SMALL)
+    straight = TD3("MlpPolicy", gym.make("Pendulum-v1"), **kw)
+    straight.learn(1200, callback=CheckpointCallback(400, tmp_path, save_replay_buffer=True))
+    resumed = TD3.load(tmp_path / "rl_model_800_steps.zip", env=gym.make("Pendulum-v1"))
+    resumed.load_replay_buffer(tmp_path / "rl_model_replay_buffer_800_steps.npz")
+    resumed.learn(400, reset_num_timesteps=False)
+    for a, b in zip(straight.policy.parameters(), resumed.policy.parameters()):
+        assert torch.equal(a, b)
