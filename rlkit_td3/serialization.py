@@ -48,21 +48,26 @@ class ModelFileError(ValueError):
 
 
 @contextlib.contextmanager
-def atomic_write(path: str | os.PathLike[str]) -> Iterator[IO[bytes]]:
-    """Open a temporary file beside ``path``; on success flush, fsync and rename it onto ``path``.
+def atomic_path(path: str | os.PathLike[str], suffix: str = ".tmp") -> Iterator[Path]:
+    """A temporary path beside ``path`` to write to; on success it is fsynced and renamed onto ``path``.
 
-    A crash leaves either the previous file or the new one under ``path``, never half of one.
+    For writers that need a file name (video encoders); :func:`atomic_write` gives a file object. A crash
+    leaves either the previous file or the new one under ``path``, never half of one.
+
+    Args:
+        path: the final file.
+        suffix: the temporary file's suffix (writers that pick a format from it need the real one).
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix, dir=target.parent)
+    os.close(fd)
     umask = os.umask(0)
     os.umask(umask)
     os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600 files; give the usual permissions
     try:
-        with os.fdopen(fd, "wb") as fh:
-            yield fh
-            fh.flush()
+        yield Path(tmp)
+        with open(tmp, "rb+") as fh:
             os.fsync(fh.fileno())
         os.replace(tmp, target)
     except BaseException:
@@ -75,6 +80,17 @@ def atomic_write(path: str | os.PathLike[str]) -> Iterator[IO[bytes]]:
             os.fsync(dir_fd)
         finally:
             os.close(dir_fd)
+
+
+@contextlib.contextmanager
+def atomic_write(path: str | os.PathLike[str]) -> Iterator[IO[bytes]]:
+    """Open a temporary file beside ``path``; on success flush, fsync and rename it onto ``path``.
+
+    A crash leaves either the previous file or the new one under ``path``, never half of one.
+    """
+    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+        yield fh
+        fh.flush()
 
 
 # ---------------------------------------------------------------------------- spaces

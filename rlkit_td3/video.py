@@ -7,16 +7,16 @@ GIF through Pillow when ffmpeg is missing. Install both with ``pip install rlkit
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
-import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
 import gymnasium
 import numpy as np
+
+from rlkit_td3.serialization import atomic_path
 
 _SUFFIXES = (".mp4", ".gif")
 _GIF_MAX_FPS = 20
@@ -103,11 +103,8 @@ def _rollout_frames(model: _Predictor, env: gymnasium.Env, n_steps: int, seed: i
 def _write_atomically(target: Path, frames: Iterable[np.ndarray], fps: int) -> None:
     import imageio.v2 as imageio
 
-    target.parent.mkdir(parents=True, exist_ok=True)
     # imageio picks the format from the suffix, so the temporary file keeps it.
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.stem}.", suffix=target.suffix, dir=target.parent)
-    os.close(fd)
-    try:
+    with atomic_path(target, suffix=target.suffix) as tmp:
         if target.suffix.lower() == ".mp4":
             # 320x240 frames are multiples of ffmpeg's 16-pixel macro blocks; others are padded by imageio.
             with imageio.get_writer(tmp, format="FFMPEG", fps=fps, codec="libx264", quality=7) as writer:
@@ -121,10 +118,3 @@ def _write_atomically(target: Path, frames: Iterable[np.ndarray], fps: int) -> N
                 for i, frame in enumerate(frames):
                     if i % keep_every == 0:
                         writer.append_data(frame)
-        with open(tmp, "rb+") as fh:
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
