@@ -1,0 +1,77 @@
+"""The rlkit-td3 command: train → eval, the run directory, resume after SIGKILL, bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rlkit_td3 import TD3
+from rlkit_td3.cli import main
+
+SMALL = ["--hp", "net_arch=[32]", "learning_starts=200", "batch_size=32", "--no-progress-bar"]
+
+
+def test_train_then_eval(tmp_path, capsys):
+    out = tmp_path / "run"
+    argv = ["train", "--algo", "td3", "--env", "Pendulum-v1", "--timesteps", "1000", "--seed", "3", "--out", str(out)]
+    assert main([*argv, "--preset", "zoo", "--eval-freq", "500", "--eval-episodes", "2", *SMALL]) == 0
+    names = {p.name for p in out.iterdir()}
+    assert {"model.zip", "config.json", "monitor.csv", "progress.csv", "evaluations.npz", "checkpoints"} <= names
+    config = json.loads((out / "config.json").read_text())
+    assert config["origins"]["gamma"] == "preset:zoo" and config["hyperparameters"]["gamma"] == 0.98
+    assert config["origins"]["net_arch"] == "override" and config["origins"]["tau"] == "default"
+    assert config["seed"] == 3 and config["timesteps"] == 1000
+    with np.load(out / "evaluations.npz") as evaluations:
+        assert evaluations["timesteps"].tolist() == [500, 1000]
+    assert list(pd.read_csv(out / "monitor.csv", skiprows=1).columns[:3]) == ["r", "l", "t"]
+    assert TD3.load(out / "model.zip").num_timesteps == 1000
+    capsys.readouterr()
+    assert main(["eval", str(out), "--episodes", "2"]) == 0
+    assert "Pendulum-v1: mean return" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["train", "--algo", "td4", "--env", "Pendulum-v1"], "unknown algo 'td4'; did you mean 'td3'"),
+        (["train", "--algo", "td3", "--env", "Pendulm-v1"], "unknown env id 'Pendulm-v1'; did you mean 'Pendulum-v1'"),
+        (["train", "--algo", "td3", "--env", "Pendulum-v1", "--preset", "zo"], "unknown preset 'zo'"),
+        (["train", "--algo", "td3", "--env", "Pendulum-v1", "--hp", "gama=0.9"], "did you mean 'gamma'"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(argv, message, capsys, tmp_path):
+    assert main([*argv, "--out", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize("timesteps", ["0", "-5"])
+def test_non_positive_timesteps_rejected(timesteps, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["train", "--algo", "td3", "--env", "Pendulum-v1", "--timesteps", timesteps])
+    assert info.value.code == 2 and "positive integer" in capsys.readouterr().err
+
+
+def test_resume_a_killed_train_reaches_the_requested_total(tmp_path):
+    out = tmp_path / "run"
+    argv = [sys.executable, "-m", "rlkit_td3", "train", "--algo", "td3", "--env", "Pendulum-v1", "--out", str(out)]
+    argv += ["--timesteps", "3000", "--checkpoint-freq", "400", "--eval-freq", "1000", "--eval-episodes", "1", *SMALL]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen([*argv, "--verbose"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+    for line in proc.stdout:  # the child reports each checkpoint once it is written
+        if "replay_buffer_800_steps.npz" in line:
+            break
+    else:
+        pytest.fail("train ended before its second checkpoint")
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert not (out / "model.zip").exists()
+    assert main(argv[3:] + ["--resume"]) == 0
+    assert TD3.load(out / "model.zip").num_timesteps == 3000
