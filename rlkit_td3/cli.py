@@ -43,18 +43,18 @@ def _check_env_id(env_id: str) -> None:
         raise UsageError(f"unknown env id {env_id!r}{hint}")
 
 
-def _make_env(env_id: str, n_envs: int, monitor_file: Path | None) -> Any:
+def _make_env(env_id: str, n_envs: int, monitor_file: Path, append: bool = False) -> Any:
+    """The training env, monitored: one ``monitor.csv`` per run (written by the first env), appended on resume."""
     from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
     from rlkit_td3.monitor import Monitor
 
+    def make(i: int) -> gym.Env:
+        return Monitor(gym.make(env_id), filename=monitor_file if i == 0 else None, override_existing=not append)
+
     if n_envs == 1:
-        return Monitor(gym.make(env_id), filename=monitor_file)
-    # One monitor.csv per run: the first env writes it, as a per-run record of training episodes.
-    return SyncVectorEnv(
-        [(lambda i=i: Monitor(gym.make(env_id), filename=monitor_file if i == 0 else None)) for i in range(n_envs)],
-        autoreset_mode=AutoresetMode.DISABLED,
-    )
+        return make(0)
+    return SyncVectorEnv([lambda i=i: make(i) for i in range(n_envs)], autoreset_mode=AutoresetMode.DISABLED)
 
 
 def _latest_checkpoint(out: Path) -> tuple[Path, Path | None] | None:
@@ -84,8 +84,8 @@ def train(args: argparse.Namespace) -> int:
     out = Path(args.out or f"runs/{config['algo']}_{args.env}_seed{args.seed}")
     out.mkdir(parents=True, exist_ok=True)
     record = {**config, "seed": args.seed, "timesteps": timesteps, "n_envs": args.n_envs}
-    env = _make_env(args.env, args.n_envs, out / "monitor.csv")
     latest = _latest_checkpoint(out) if args.resume else None
+    env = _make_env(args.env, args.n_envs, out / "monitor.csv", append=latest is not None)
     if latest is not None:
         model_path, buffer_path = latest
         model = algorithm_class(config["algo"]).load(model_path, env=env, device=args.device)

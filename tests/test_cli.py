@@ -73,5 +73,7 @@ def test_resume_a_killed_train_reaches_the_requested_total(tmp_path):
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     assert not (out / "model.zip").exists()
+    episodes_before = len(pd.read_csv(out / "monitor.csv", skiprows=1))
     assert main(argv[3:] + ["--resume"]) == 0
     assert TD3.load(out / "model.zip").num_timesteps == 3000
+    assert len(pd.read_csv(out / "monitor.csv", skiprows=1)) > episodes_before >= 4  # appended, not replaced
