@@ -6,21 +6,12 @@ import numpy as np
 import pytest
 
 from rlkit_td3 import DDPG, TD3
+from rlkit_td3.envs import BULLET_ENV_IDS
 from rlkit_td3.experiments import ConfigError, load_presets, make_model, parse_override, resolve_config
 from rlkit_td3.noise import OrnsteinUhlenbeckActionNoise
 from rlkit_td3.schedules import LinearSchedule
 
-BULLET = [
-    "InvertedPendulumBulletEnv-v0",
-    "InvertedDoublePendulumBulletEnv-v0",
-    "InvertedPendulumSwingupBulletEnv-v0",
-    "ReacherBulletEnv-v0",
-    "Walker2DBulletEnv-v0",
-    "HalfCheetahBulletEnv-v0",
-    "AntBulletEnv-v0",
-    "HopperBulletEnv-v0",
-    "HumanoidBulletEnv-v0",
-]
+BULLET = BULLET_ENV_IDS
 
 
 def test_shipped_presets_name_their_source_and_cover_the_zoo_envs():
