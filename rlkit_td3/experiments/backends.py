@@ -1,0 +1,124 @@
+"""Where a comparison's runs execute: ``local`` (a process pool on this machine) or ``ray`` (Ray tasks).
+
+Both run the same job, :func:`run_job`, in a fresh process per run with the same number of torch threads, so a
+run's result does not depend on the backend. Each backend yields ``(index, result or exception)`` pairs as runs
+finish, in the order they finish.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import socket
+from collections.abc import Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from pathlib import Path
+from typing import Any
+
+BACKENDS = ("local", "ray")
+Job = tuple[dict[str, Any], str]
+"""A run: the :class:`~rlkit_td3.experiments.runner.RunSpec` as a dict, and its run directory."""
+
+
+class BackendError(RuntimeError):
+    """A backend cannot start: Ray is missing, or its cluster cannot be reached. The message says which."""
+
+
+def run_job(spec: dict[str, Any], run_dir: str, threads: int) -> dict[str, Any]:
+    """Train one run (resuming from its newest checkpoint, if any) with ``threads`` torch threads.
+
+    The run's own output goes to ``<run_dir>/train.log``. Returns :func:`train_run`'s result plus the host name.
+    """
+    import torch
+
+    from rlkit_td3.experiments.runner import RunSpec, train_run
+
+    torch.set_num_threads(threads)
+    Path(run_dir).mkdir(parents=True, exist_ok=True)
+    with (
+        open(Path(run_dir) / "train.log", "a") as log,
+        contextlib.redirect_stdout(log),
+        contextlib.redirect_stderr(log),
+    ):
+        result = train_run(RunSpec(**spec), run_dir, resume=True)
+    return {**result, "host": socket.gethostname()}
+
+
+def run_local(jobs: Sequence[Job], workers: int, threads: int) -> Iterator[tuple[int, Any]]:
+    """Run ``jobs`` on a pool of ``workers`` processes (spawned, one fresh process per run)."""
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context, max_tasks_per_child=1) as pool:
+        pending = {pool.submit(run_job, spec, run_dir, threads): i for i, (spec, run_dir) in enumerate(jobs)}
+        while pending:
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                index = pending.pop(future)
+                error = future.exception()
+                yield index, error if error is not None else future.result()
+
+
+def _check_reachable(address: str) -> None:
+    """Fail fast, with a clear message, when nothing listens at a ``host:port`` Ray address."""
+    target = address.removeprefix("ray://")
+    host, _, port = target.rpartition(":")
+    if not host or not port.isdigit():
+        raise BackendError(f"--address must be 'auto' or HOST:PORT (optionally ray://HOST:PORT), got {address!r}")
+    try:
+        socket.create_connection((host, int(port)), timeout=10).close()
+    except OSError as exc:
+        raise BackendError(
+            f"cannot reach a Ray cluster at {address!r} ({exc.strerror or exc}); start one with "
+            "'ray start --head' or check --address"
+        ) from None
+
+
+def _connect_ray(address: str | None) -> bool:
+    """Connect to (or, without an address, start) Ray; returns whether this call started the connection."""
+    try:
+        import ray
+    except ImportError:
+        raise BackendError("--backend ray needs Ray: pip install 'rlkit_td3[ray]'") from None
+    if ray.is_initialized():
+        return False
+    if address not in (None, "auto"):
+        _check_reachable(address)
+    options: dict[str, Any] = {"address": address, "log_to_driver": False, "include_dashboard": False}
+    if address is None:
+        options.pop("address")
+    else:
+        options.pop("include_dashboard")
+    try:
+        with contextlib.redirect_stderr(open(os.devnull, "w")):  # noqa: SIM115 - ray's start-up chatter
+            ray.init(**options)
+    except (ConnectionError, RuntimeError, TimeoutError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise BackendError(f"cannot connect to a Ray cluster at {address!r}: {first}") from None
+    return True
+
+
+def run_ray(jobs: Sequence[Job], threads: int, address: str | None) -> Iterator[tuple[int, Any]]:
+    """Run each job as a Ray task with ``num_cpus=threads`` on the cluster at ``address``.
+
+    ``address`` is ``"auto"`` (a cluster started on this machine with ``ray start``), ``HOST:PORT`` or
+    ``ray://HOST:PORT``, or ``None`` to start a local Ray instance for this comparison.
+
+    Raises:
+        BackendError: Ray is not installed, or the cluster cannot be reached.
+    """
+    started_here = _connect_ray(address)
+    import ray
+
+    try:
+        task = ray.remote(num_cpus=threads, max_calls=1)(run_job)
+        pending = {task.remote(spec, run_dir, threads): i for i, (spec, run_dir) in enumerate(jobs)}
+        while pending:
+            done, _ = ray.wait(list(pending), num_returns=1)
+            index = pending.pop(done[0])
+            try:
+                yield index, ray.get(done[0])
+            except ray.exceptions.RayTaskError as exc:
+                yield index, exc.as_instanceof_cause()
+    finally:
+        if started_here:
+            ray.shutdown()

@@ -1,0 +1,59 @@
+"""Learning-curve plots of a comparison: one PNG per env, the mean return over seeds per algo with a bootstrap
+95 % confidence band."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from rlkit_td3.experiments.stats import mean_ci_band
+from rlkit_td3.serialization import atomic_path
+
+
+def _file_name(env: str) -> str:
+    return "learning_curve_" + re.sub(r"[^A-Za-z0-9_.-]+", "_", env) + ".png"
+
+
+def plot_learning_curves(results: pd.DataFrame, out_dir: str | Path) -> list[Path]:
+    """Write ``learning_curve_<env>.png`` for each env of a ``results.csv`` table.
+
+    Each algo's line is the mean over its seeds of the evaluation return at each timestep that all its seeds
+    reached; the band is the 95 % percentile-bootstrap CI of that mean (none with a single seed).
+
+    Returns:
+        The PNG paths, in env order.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for env, by_env in results.groupby("env", sort=True):
+        fig, ax = plt.subplots(figsize=(6.4, 4.2))
+        for algo, by_algo in by_env.groupby("algo", sort=True):
+            table = by_algo.pivot_table(index="seed", columns="timestep", values="mean_return").dropna(axis=1)
+            if table.shape[1] == 0:
+                continue
+            steps = table.columns.to_numpy(dtype=np.int64)
+            curves = table.to_numpy(dtype=np.float64)
+            low, high = mean_ci_band(curves)
+            (line,) = ax.plot(steps, curves.mean(axis=0), label=f"{algo.upper()} ({curves.shape[0]} seeds)")
+            ax.fill_between(steps, low, high, color=line.get_color(), alpha=0.2, linewidth=0)
+        ax.set_title(env)
+        ax.set_xlabel("env timesteps")
+        ax.set_ylabel("evaluation return")
+        ax.grid(alpha=0.3)
+        ax.legend(loc="best")
+        fig.tight_layout()
+        path = out_dir / _file_name(str(env))
+        with atomic_path(path, suffix=".png") as tmp:
+            fig.savefig(tmp, dpi=110)
+        plt.close(fig)
+        paths.append(path)
+    return paths

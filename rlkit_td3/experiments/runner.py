@@ -1,0 +1,281 @@
+"""One training run into a run directory: what ``rlkit-td3 train`` does, and the unit ``compare`` schedules.
+
+A run directory holds ``model.zip`` (the final model), ``config.json`` (the resolved hyperparameters and where
+each came from), ``monitor.csv`` (training episodes), ``progress.csv`` (the training log), ``evaluations.npz``
+(periodic deterministic evaluations) and ``checkpoints/`` (model and replay buffer every ``checkpoint_freq``
+steps). :func:`train_run` with ``resume=True`` continues from the newest checkpoint; the three logs are cut back
+to that checkpoint first, so a resumed run's files read as if it had never stopped.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import difflib
+import io
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from rlkit_td3.experiments.presets import ConfigError, algorithm_class, make_model, resolve_config
+from rlkit_td3.serialization import atomic_write
+
+CHECKPOINT_DIR = "checkpoints"
+RUN_FILES = ("model.zip", "config.json", "monitor.csv", "progress.csv", "evaluations.npz", CHECKPOINT_DIR)
+"""What a finished run directory holds."""
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything that decides one run's result (the run directory is not part of it).
+
+    Attributes:
+        algo: ``"td3"`` or ``"ddpg"``.
+        env_id: a registered gymnasium id (importing rlkit_td3 registers the Bullet ids).
+        seed: seeds the model, its env and the evaluation env.
+        timesteps: env steps to train; ``None`` takes the preset's ``n_timesteps``.
+        preset: a shipped preset name, or ``None`` for the algorithm's defaults.
+        overrides: hyperparameter values that win over the preset (see ``HYPERPARAMETERS``).
+        n_envs: training envs stepped together in one process.
+        device: torch device (``"auto"``, ``"cpu"``, ``"cuda"``).
+        eval_freq: env steps between deterministic evaluations (TD3 paper: 5,000).
+        eval_episodes: episodes per evaluation (TD3 paper: 10).
+        checkpoint_freq: env steps between checkpoints (model and replay buffer).
+    """
+
+    algo: str
+    env_id: str
+    seed: int = 0
+    timesteps: int | None = None
+    preset: str | None = None
+    overrides: dict[str, Any] = field(default_factory=dict)
+    n_envs: int = 1
+    device: str = "auto"
+    eval_freq: int = 5_000
+    eval_episodes: int = 10
+    checkpoint_freq: int = 10_000
+
+    def resolve(self) -> dict[str, Any]:
+        """Validate the spec and resolve its configuration (see ``resolve_config``).
+
+        Raises:
+            ConfigError: an unknown algo, env id, preset or hyperparameter (with close matches), or a
+                non-positive count.
+        """
+        check_env_id(self.env_id)
+        for name in ("n_envs", "eval_freq", "eval_episodes", "checkpoint_freq"):
+            _check_positive(name, getattr(self, name))
+        if self.timesteps is not None:
+            _check_positive("timesteps", self.timesteps)
+        config = resolve_config(self.algo, self.env_id, self.preset, dict(self.overrides))
+        timesteps = self.timesteps or config["hyperparameters"]["n_timesteps"]
+        return {**config, "seed": self.seed, "timesteps": timesteps, "n_envs": self.n_envs}
+
+    def to_dict(self) -> dict[str, Any]:
+        """The spec as JSON-ready data."""
+        return dataclasses.asdict(self)
+
+
+def _check_positive(name: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+
+
+def check_env_id(env_id: str) -> None:
+    """Raise ConfigError naming ``env_id`` and its close matches when it is not a registered gymnasium id."""
+    import rlkit_td3  # noqa: F401  (registers the Bullet ids)
+
+    if env_id not in gym.registry:
+        close = difflib.get_close_matches(str(env_id), list(gym.registry), n=3, cutoff=0.6)
+        hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+        raise ConfigError(f"unknown env id {env_id!r}{hint}")
+
+
+def latest_checkpoint(run_dir: str | Path) -> tuple[int, Path, Path | None] | None:
+    """The newest ``checkpoints/rl_model_<t>_steps.zip`` of a run directory: ``(t, model file, buffer file or
+    None)``, or None when there is no checkpoint."""
+    folder = Path(run_dir) / CHECKPOINT_DIR
+    best: tuple[int, Path] | None = None
+    for path in folder.glob("rl_model_*_steps.zip") if folder.is_dir() else ():
+        stamp = path.stem[len("rl_model_") : -len("_steps")]
+        if stamp.isdigit() and (best is None or int(stamp) > best[0]):
+            best = (int(stamp), path)
+    if best is None:
+        return None
+    buffer = folder / f"rl_model_replay_buffer_{best[0]}_steps.npz"
+    return best[0], best[1], buffer if buffer.exists() else None
+
+
+def read_evaluations(run_dir: str | Path) -> dict[str, np.ndarray]:
+    """``evaluations.npz`` of a run directory: ``timesteps`` (n,), ``results`` and ``ep_lengths`` (n, episodes);
+    empty arrays when there is none yet."""
+    path = Path(run_dir) / "evaluations.npz"
+    if not path.is_file():
+        return {"timesteps": np.zeros(0, dtype=np.int64), "results": np.zeros((0, 0)), "ep_lengths": np.zeros((0, 0))}
+    with np.load(path) as data:
+        return {key: data[key] for key in ("timesteps", "results", "ep_lengths")}
+
+
+def _atomic_text(path: Path, text: str) -> None:
+    with atomic_write(path) as fh:
+        fh.write(text.encode())
+
+
+def _cut_monitor(path: Path, env0_steps: int) -> None:
+    """Keep the header and the episodes that ended within the first ``env0_steps`` steps of env 0."""
+    if not path.is_file():
+        return
+    lines = path.read_text().splitlines(keepends=True)
+    kept, steps = lines[:2], 0
+    for line in lines[2:]:
+        row = line.split(",")
+        steps += int(float(row[1]))
+        if steps > env0_steps:
+            break
+        kept.append(line)
+    _atomic_text(path, "".join(kept))
+
+
+def _progress_rows(path: Path, num_timesteps: int) -> tuple[list[str], list[dict[str, str]]]:
+    """The columns of ``progress.csv`` and its rows logged at or before ``num_timesteps``."""
+    if not path.is_file():
+        return [], []
+    with open(path, newline="") as fh:
+        reader = csv.DictReader(fh)
+        rows = [r for r in reader if _as_int(r.get("time/total_timesteps")) <= num_timesteps]
+        return list(reader.fieldnames or []), rows
+
+
+def _as_int(text: str | None) -> float:
+    try:
+        return float(text) if text else float("inf")
+    except ValueError:
+        return float("inf")
+
+
+def train_run(
+    spec: RunSpec,
+    out: str | Path,
+    resume: bool = False,
+    progress_bar: bool = False,
+    verbose: bool = False,
+) -> dict[str, Any]:
+    """Train one run into the run directory ``out`` (created if missing).
+
+    Args:
+        spec: the run.
+        out: the run directory.
+        resume: continue from the newest checkpoint in ``out`` (a fresh start when there is none). The run then
+            ends with exactly the requested number of timesteps, and ``evaluations.npz``, ``progress.csv`` and
+            ``monitor.csv`` keep what was logged up to the checkpoint.
+        progress_bar: show a progress bar (needs the ``progress`` extra).
+        verbose: print each checkpoint as it is written.
+
+    Returns:
+        ``{"num_timesteps", "timesteps", "mean_returns", "std_returns", "wall_time_s"}``: the run's evaluations.
+
+    Raises:
+        ConfigError: bad input in ``spec`` (see :meth:`RunSpec.resolve`).
+    """
+    from rlkit_td3.callbacks import CheckpointCallback, EvalCallback
+    from rlkit_td3.logger import configure
+
+    start = time.perf_counter()
+    config = spec.resolve()
+    timesteps = config["timesteps"]
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    latest = latest_checkpoint(out) if resume else None
+    if latest is not None:
+        steps, model_path, buffer_path = latest
+        _cut_monitor(out / "monitor.csv", steps // spec.n_envs)
+        env = _make_env(spec.env_id, spec.n_envs, out / "monitor.csv", append=True)
+        model = algorithm_class(config["algo"]).load(model_path, env=env, device=spec.device)
+        if buffer_path is not None:
+            model.load_replay_buffer(buffer_path)
+        print(f"resuming {model_path} at {model.num_timesteps} of {timesteps} steps", flush=True)
+    else:
+        env = _make_env(spec.env_id, spec.n_envs, out / "monitor.csv")
+        model = make_model(config, env, seed=spec.seed, device=spec.device)
+        _atomic_text(out / "config.json", json.dumps(config, indent=2, default=str))
+    logger = configure(str(out), ["csv"])
+    evaluation = EvalCallback(
+        gym.make(spec.env_id),
+        n_eval_episodes=spec.eval_episodes,
+        eval_freq=spec.eval_freq,
+        log_path=str(out),
+        seed=spec.seed,
+        verbose=0,
+    )
+    if latest is not None:
+        _restore_logs(out, model.num_timesteps, evaluation, logger.writers)
+    else:
+        (out / "evaluations.npz").unlink(missing_ok=True)
+        (out / "progress.csv").unlink(missing_ok=True)
+    model.set_logger(logger)
+    checkpoints = CheckpointCallback(
+        spec.checkpoint_freq, out / CHECKPOINT_DIR, save_replay_buffer=True, verbose=2 if verbose else 0
+    )
+    remaining = timesteps - model.num_timesteps
+    if remaining > 0:
+        model.learn(
+            remaining,
+            callback=[evaluation, checkpoints],
+            reset_num_timesteps=latest is None,
+            progress_bar=progress_bar,
+        )
+    model.save(out / "model.zip")
+    logger.close()
+    print(f"saved {out / 'model.zip'} after {model.num_timesteps} steps", flush=True)
+    results = np.asarray(evaluation.evaluations_results, dtype=np.float64).reshape(-1, spec.eval_episodes)
+    return {
+        "num_timesteps": int(model.num_timesteps),
+        "timesteps": [int(t) for t in evaluation.evaluations_timesteps],
+        "mean_returns": results.mean(axis=1).tolist(),
+        "std_returns": results.std(axis=1).tolist(),
+        "wall_time_s": time.perf_counter() - start,
+    }
+
+
+def _restore_logs(out: Path, num_timesteps: int, evaluation: Any, writers: list[Any]) -> None:
+    """Cut ``evaluations.npz`` and ``progress.csv`` back to the checkpoint and hand their rows to the writers."""
+    from rlkit_td3.logger import CSVOutputFormat
+
+    evaluations = read_evaluations(out)
+    keep = evaluations["timesteps"] <= num_timesteps
+    evaluation.evaluations_timesteps = evaluations["timesteps"][keep].tolist()
+    evaluation.evaluations_results = evaluations["results"][keep].tolist()
+    evaluation.evaluations_length = evaluations["ep_lengths"][keep].tolist()
+    if not keep.all():
+        buf = io.BytesIO()
+        np.savez(buf, **{key: value[keep] for key, value in evaluations.items()})
+        with atomic_write(out / "evaluations.npz") as fh:
+            fh.write(buf.getvalue())
+    columns, rows = _progress_rows(out / "progress.csv", num_timesteps)
+    for writer in writers:
+        if isinstance(writer, CSVOutputFormat):
+            writer.keys, writer.rows = columns, rows
+            text = io.StringIO(newline="")
+            table = csv.DictWriter(text, fieldnames=columns)
+            table.writeheader()
+            table.writerows(rows)
+            _atomic_text(writer.path, text.getvalue())
+
+
+def _make_env(env_id: str, n_envs: int, monitor_file: Path, append: bool = False) -> Any:
+    """The training env, monitored: one ``monitor.csv`` per run (written by the first env), appended on resume."""
+    from gymnasium.vector import AutoresetMode, SyncVectorEnv
+
+    from rlkit_td3.monitor import Monitor
+
+    def make(i: int) -> gym.Env:
+        return Monitor(gym.make(env_id), filename=monitor_file if i == 0 else None, override_existing=not append)
+
+    if n_envs == 1:
+        return make(0)
+    return SyncVectorEnv([lambda i=i: make(i) for i in range(n_envs)], autoreset_mode=AutoresetMode.DISABLED)
