@@ -101,7 +101,7 @@ def compare(args: argparse.Namespace) -> int:
     """``rlkit-td3 compare``: algos × envs × seeds, then results.csv, summary.md and plots."""
     from rlkit_td3.experiments import compare as run_comparison
     from rlkit_td3.experiments import parse_override
-    from rlkit_td3.experiments.compare import shell_command
+    from rlkit_td3.experiments.comparison import shell_command
     from rlkit_td3.experiments.stats import final_returns
 
     table = run_comparison(
@@ -211,7 +211,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     if argv is not None and args.command == "compare":
-        from rlkit_td3.experiments.compare import shell_command
+        from rlkit_td3.experiments.comparison import shell_command
 
         args.argv = shell_command(["rlkit-td3", *argv])
     try:

@@ -1,7 +1,7 @@
 """Experiments: presets, single runs, and comparisons of algorithms over envs × seeds (the CLI builds on these)."""
 
 from rlkit_td3.experiments.backends import BACKENDS, BackendError
-from rlkit_td3.experiments.compare import ComparisonError, compare, load_results, write_outputs
+from rlkit_td3.experiments.comparison import ComparisonError, compare, load_results, write_outputs
 from rlkit_td3.experiments.presets import (
     ALGORITHMS,
     HYPERPARAMETERS,
