@@ -115,6 +115,7 @@ def compare(args: argparse.Namespace) -> int:
         workers=args.workers,
         threads=args.threads,
         address=args.address,
+        connect_timeout=args.connect_timeout,
         out=args.out,
         eval_freq=args.eval_freq,
         eval_episodes=args.eval_episodes,
@@ -185,6 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--workers", type=_positive_int, default=None, help="local runs at once (default: CPUs/threads)")
     c.add_argument("--threads", type=_positive_int, default=1, help="torch threads per run (Ray: num_cpus)")
     c.add_argument("--address", default=None, help="Ray cluster: auto or HOST:PORT (default: a local instance)")
+    c.add_argument("--connect-timeout", type=float, default=45.0, help="seconds to wait for the Ray cluster")
     c.add_argument("--out", default="comparison", help="the sweep directory")
     c.set_defaults(func=compare, argv=None)
 

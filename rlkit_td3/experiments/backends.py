@@ -8,13 +8,16 @@ finish, in the order they finish.
 from __future__ import annotations
 
 import contextlib
+import logging
 import multiprocessing
 import os
 import socket
+import sys
+import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 BACKENDS = ("local", "ray")
 Job = tuple[dict[str, Any], str]
@@ -23,6 +26,27 @@ Job = tuple[dict[str, Any], str]
 
 class BackendError(RuntimeError):
     """A backend cannot start: Ray is missing, or its cluster cannot be reached. The message says which."""
+
+
+@contextlib.contextmanager
+def _redirect_output(log: IO[str]) -> Iterator[None]:
+    """Send stdout and stderr, Python's and the C libraries' (pybullet prints from C), to ``log``."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    try:
+        os.dup2(log.fileno(), 1)
+        os.dup2(log.fileno(), 2)
+        with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+            yield
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        log.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in saved:
+            os.close(fd)
 
 
 def run_job(spec: dict[str, Any], run_dir: str, threads: int) -> dict[str, Any]:
@@ -36,11 +60,7 @@ def run_job(spec: dict[str, Any], run_dir: str, threads: int) -> dict[str, Any]:
 
     torch.set_num_threads(threads)
     Path(run_dir).mkdir(parents=True, exist_ok=True)
-    with (
-        open(Path(run_dir) / "train.log", "a") as log,
-        contextlib.redirect_stdout(log),
-        contextlib.redirect_stderr(log),
-    ):
+    with open(Path(run_dir) / "train.log", "a") as log, _redirect_output(log):
         result = train_run(RunSpec(**spec), run_dir, resume=True)
     return {**result, "host": socket.gethostname()}
 
@@ -73,8 +93,8 @@ def _check_reachable(address: str) -> None:
         ) from None
 
 
-def _connect_ray(address: str | None) -> bool:
-    """Connect to (or, without an address, start) Ray; returns whether this call started the connection."""
+def _connect_ray(address: str | None, timeout: float) -> bool:
+    """Connect to (or, without an address, start) Ray; returns whether this call made the connection."""
     try:
         import ray
     except ImportError:
@@ -83,30 +103,45 @@ def _connect_ray(address: str | None) -> bool:
         return False
     if address not in (None, "auto"):
         _check_reachable(address)
-    options: dict[str, Any] = {"address": address, "log_to_driver": False, "include_dashboard": False}
+    options: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.ERROR}
     if address is None:
-        options.pop("address")
+        options["include_dashboard"] = False
     else:
-        options.pop("include_dashboard")
-    try:
-        with contextlib.redirect_stderr(open(os.devnull, "w")):  # noqa: SIM115 - ray's start-up chatter
+        options["address"] = address
+    outcome: list[BaseException | None] = []
+
+    def connect() -> None:
+        try:
             ray.init(**options)
-    except (ConnectionError, RuntimeError, TimeoutError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise BackendError(f"cannot connect to a Ray cluster at {address!r}: {first}") from None
+            outcome.append(None)
+        except Exception as exc:  # reported below, in the caller's thread
+            outcome.append(exc)
+
+    # ray.init retries for minutes when something that is not a Ray cluster answers at the address.
+    thread = threading.Thread(target=connect, name="ray-init", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if not outcome:
+        raise BackendError(f"no Ray cluster answered at {address!r} within {timeout:g} s; check --address")
+    if outcome[0] is not None:
+        first = (str(outcome[0]).strip() or type(outcome[0]).__name__).splitlines()[0]
+        raise BackendError(f"cannot connect to a Ray cluster at {address!r}: {first}")
     return True
 
 
-def run_ray(jobs: Sequence[Job], threads: int, address: str | None) -> Iterator[tuple[int, Any]]:
+def run_ray(
+    jobs: Sequence[Job], threads: int, address: str | None, connect_timeout: float = 45.0
+) -> Iterator[tuple[int, Any]]:
     """Run each job as a Ray task with ``num_cpus=threads`` on the cluster at ``address``.
 
     ``address`` is ``"auto"`` (a cluster started on this machine with ``ray start``), ``HOST:PORT`` or
-    ``ray://HOST:PORT``, or ``None`` to start a local Ray instance for this comparison.
+    ``ray://HOST:PORT``, or ``None`` to start a local Ray instance for this comparison. Joining fails after
+    ``connect_timeout`` seconds (at once when nothing listens at ``HOST:PORT``).
 
     Raises:
         BackendError: Ray is not installed, or the cluster cannot be reached.
     """
-    started_here = _connect_ray(address)
+    started_here = _connect_ray(address, connect_timeout)
     import ray
 
     try:

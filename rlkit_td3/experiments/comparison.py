@@ -98,6 +98,7 @@ def compare(
     workers: int | None = None,
     threads: int = 1,
     address: str | None = None,
+    connect_timeout: float = 45.0,
     out: str | os.PathLike[str] = "comparison",
     eval_freq: int = 5_000,
     eval_episodes: int = 10,
@@ -121,6 +122,7 @@ def compare(
         threads: torch threads of each run (Ray: the task's ``num_cpus``). Runs are bit-for-bit reproducible
             for a given value, whichever the backend.
         address: Ray cluster to join (``"auto"``, ``HOST:PORT``); ``None`` starts a local Ray instance.
+        connect_timeout: seconds to wait for the Ray cluster at ``address`` to answer.
         out: the sweep directory.
         eval_freq: env steps between evaluations of each run (TD3 paper: 5,000).
         eval_episodes: episodes per evaluation (TD3 paper: 10).
@@ -190,7 +192,10 @@ def compare(
             flush=True,
         )
     jobs = [(specs[i].to_dict(), str(run_dirs[i])) for i in todo]
-    stream = run_local(jobs, workers, threads) if backend == "local" else run_ray(jobs, threads, address)
+    if backend == "local":
+        stream = run_local(jobs, workers, threads)
+    else:
+        stream = run_ray(jobs, threads, address, connect_timeout)
     failures = []
     started = time.perf_counter()
     for done, (k, outcome) in enumerate(stream, start=1):
