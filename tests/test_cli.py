@@ -35,6 +35,12 @@ def test_train_then_eval(tmp_path, capsys):
     capsys.readouterr()
     assert main(["eval", str(out), "--episodes", "2"]) == 0
     assert "Pendulum-v1: mean return" in capsys.readouterr().out
+    video = tmp_path / "pendulum.mp4"
+    assert main(["record", str(out), "--out", str(video), "--steps", "30"]) == 0
+    written = video if video.exists() else video.with_suffix(".gif")  # GIF where ffmpeg is missing
+    assert written.stat().st_size > 1000 and f"wrote {written}" in capsys.readouterr().out
+    assert main(["record", str(out), "--out", str(tmp_path / "v.avi")]) == 2
+    assert "--out must end in .mp4 or .gif" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
@@ -76,4 +82,10 @@ def test_resume_a_killed_train_reaches_the_requested_total(tmp_path):
     episodes_before = len(pd.read_csv(out / "monitor.csv", skiprows=1))
     assert main(argv[3:] + ["--resume"]) == 0
     assert TD3.load(out / "model.zip").num_timesteps == 3000
-    assert len(pd.read_csv(out / "monitor.csv", skiprows=1)) > episodes_before >= 4  # appended, not replaced
+    episodes = pd.read_csv(out / "monitor.csv", skiprows=1)
+    assert len(episodes) > episodes_before >= 4  # appended, not replaced
+    assert episodes["l"].sum() == 3000  # the episodes of the killed stretch after the checkpoint were cut
+    with np.load(out / "evaluations.npz") as evaluations:  # earlier evaluations kept, none twice
+        assert evaluations["timesteps"].tolist() == [1000, 2000, 3000]
+    logged = pd.read_csv(out / "progress.csv")["time/total_timesteps"].tolist()
+    assert logged == sorted(logged) and logged[0] == 800 and logged[-1] == 3000  # the row from before the kill
