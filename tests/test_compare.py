@@ -213,3 +213,15 @@ def test_backend_error_without_ray_cluster_address_format():
 
     with pytest.raises(BackendError, match="--address must be 'auto' or HOST:PORT"):
         _check_reachable("nowhere")
+
+
+def test_ray_without_address_starts_a_local_instance(tmp_path):
+    pytest.importorskip("ray")
+    out = tmp_path / "ray_local"
+    argv = [sys.executable, "-m", "rlkit_td3", "compare", "--algos", "td3", "--envs", "Pendulum-v1", "--seeds", "0"]
+    argv += ["--timesteps", "400", "--eval-freq", "200", "--eval-episodes", "1", "--hp", "net_arch=[16]"]
+    argv += ["learning_starts=100", "batch_size=16", "--backend", "ray", "--out", str(out)]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "Ray at a local instance" in proc.stdout and "[1/1] td3 Pendulum-v1 seed 0: final return" in proc.stdout
+    assert pd.read_csv(out / "results.csv")["timestep"].tolist() == [200, 400]

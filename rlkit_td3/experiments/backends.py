@@ -101,13 +101,13 @@ def _connect_ray(address: str | None, timeout: float) -> bool:
         raise BackendError("--backend ray needs Ray: pip install 'rlkit_td3[ray]'") from None
     if ray.is_initialized():
         return False
-    if address not in (None, "auto"):
+    quiet: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.ERROR}
+    if address is None:  # a single-node instance for this comparison, reachable from this machine only
+        ray.init(include_dashboard=False, _node_ip_address="127.0.0.1", **quiet)
+        return True
+    if address != "auto":
         _check_reachable(address)
-    options: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.ERROR}
-    if address is None:
-        options["include_dashboard"] = False
-    else:
-        options["address"] = address
+    options = {"address": address, **quiet}
     outcome: list[BaseException | None] = []
 
     def connect() -> None:
