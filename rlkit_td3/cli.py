@@ -33,21 +33,9 @@ def _positive_int(text: str) -> int:
 
 def train(args: argparse.Namespace) -> int:
     """``rlkit-td3 train``: one run into ``--out``."""
-    from rlkit_td3.experiments import RunSpec, parse_override, train_run
+    from rlkit_td3.experiments import RunSpec, train_run
 
-    spec = RunSpec(
-        algo=args.algo,
-        env_id=args.env,
-        seed=args.seed,
-        timesteps=args.timesteps,
-        preset=args.preset,
-        overrides=dict(parse_override(text) for text in args.hp),
-        n_envs=args.n_envs,
-        device=args.device,
-        eval_freq=args.eval_freq,
-        eval_episodes=args.eval_episodes,
-        checkpoint_freq=args.checkpoint_freq,
-    )
+    spec = RunSpec(algo=args.algo, env_id=args.env, seed=args.seed, n_envs=args.n_envs, **_run_options(args))
     out = args.out or f"runs/{spec.algo.lower()}_{spec.env_id}_seed{spec.seed}"
     train_run(spec, out, resume=args.resume, progress_bar=not args.no_progress_bar, verbose=args.verbose)
     return 0
@@ -100,7 +88,6 @@ def record(args: argparse.Namespace) -> int:
 def compare(args: argparse.Namespace) -> int:
     """``rlkit-td3 compare``: algos × envs × seeds, then results.csv, summary.md and plots."""
     from rlkit_td3.experiments import compare as run_comparison
-    from rlkit_td3.experiments import parse_override
     from rlkit_td3.experiments.comparison import shell_command
     from rlkit_td3.experiments.stats import final_returns
 
@@ -108,20 +95,14 @@ def compare(args: argparse.Namespace) -> int:
         algos=args.algos,
         envs=args.envs,
         seeds=args.seeds,
-        timesteps=args.timesteps,
-        preset=args.preset,
-        overrides=dict(parse_override(text) for text in args.hp),
         backend=args.backend,
         workers=args.workers,
         threads=args.threads,
         address=args.address,
         connect_timeout=args.connect_timeout,
         out=args.out,
-        eval_freq=args.eval_freq,
-        eval_episodes=args.eval_episodes,
-        checkpoint_freq=args.checkpoint_freq,
-        device=args.device,
         command=shell_command(["rlkit-td3", *sys.argv[1:]]) if args.argv is None else args.argv,
+        **_run_options(args),
     )
     finals = final_returns(table)
     print(f"wrote {Path(args.out) / 'results.csv'} ({len(table)} rows, {len(finals)} runs), summary.md and plots")
@@ -195,6 +176,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=None, help="where the PNGs go (default: the directory given, or .)")
     p.set_defaults(func=plot)
     return parser
+
+
+def _run_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The values of the options :func:`_add_run_options` adds, as keyword arguments of a run."""
+    from rlkit_td3.experiments import parse_override
+
+    return {
+        "timesteps": args.timesteps,
+        "preset": args.preset,
+        "overrides": dict(parse_override(text) for text in args.hp),
+        "device": args.device,
+        "eval_freq": args.eval_freq,
+        "eval_episodes": args.eval_episodes,
+        "checkpoint_freq": args.checkpoint_freq,
+    }
 
 
 def _add_run_options(parser: argparse.ArgumentParser) -> None:
