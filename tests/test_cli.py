@@ -65,7 +65,7 @@ def test_non_positive_timesteps_rejected(timesteps, capsys):
     assert info.value.code == 2 and "positive integer" in capsys.readouterr().err
 
 
-def test_resume_a_killed_train_reaches_the_requested_total(tmp_path):
+def test_resume_a_killed_train_reaches_the_requested_total(tmp_path, capsys):
     out = tmp_path / "run"
     argv = [sys.executable, "-m", "rlkit_td3", "train", "--algo", "td3", "--env", "Pendulum-v1", "--out", str(out)]
     argv += ["--timesteps", "3000", "--checkpoint-freq", "400", "--eval-freq", "1000", "--eval-episodes", "1", *SMALL]
@@ -89,3 +89,8 @@ def test_resume_a_killed_train_reaches_the_requested_total(tmp_path):
         assert evaluations["timesteps"].tolist() == [1000, 2000, 3000]
     logged = pd.read_csv(out / "progress.csv")["time/total_timesteps"].tolist()
     assert logged == sorted(logged) and logged[0] == 800 and logged[-1] == 3000  # the row from before the kill
+    capsys.readouterr()
+    assert main(argv[3:]) == 2  # no --resume: the checkpoints are not overwritten
+    assert "holds the checkpoints of an earlier run; pass resume=True (--resume)" in capsys.readouterr().err
+    assert main([*argv[3:], "--resume", "--hp", *SMALL[1:4], "gamma=0.5"]) == 2
+    assert "it was made with gamma=0.99, not 0.5" in capsys.readouterr().err

@@ -202,9 +202,10 @@ def compare(
         spec = specs[todo[k]]
         label = f"{spec.algo} {spec.env_id} seed {spec.seed}"
         if isinstance(outcome, BaseException):
-            failures.append(f"{label}: {type(outcome).__name__}: {outcome}")
+            reason = f"{type(outcome).__name__}: {(str(outcome).strip() or '-').splitlines()[0]}"
+            failures.append(f"{label}: {reason}")
             if verbose:
-                print(f"[{done}/{len(todo)}] {label}: FAILED ({type(outcome).__name__}: {outcome})", flush=True)
+                print(f"[{done}/{len(todo)}] {label}: FAILED ({reason}; see {run_dirs[todo[k]] / 'train.log'})")
             continue
         _write_text(run_dirs[todo[k]] / RESULT_FILE, json.dumps({"spec": spec.to_dict(), **outcome}, indent=2))
         results[todo[k]] = outcome

@@ -172,7 +172,8 @@ def train_run(
         out: the run directory.
         resume: continue from the newest checkpoint in ``out`` (a fresh start when there is none). The run then
             ends with exactly the requested number of timesteps, and ``evaluations.npz``, ``progress.csv`` and
-            ``monitor.csv`` keep what was logged up to the checkpoint.
+            ``monitor.csv`` keep what was logged up to the checkpoint. Without it, a directory that holds
+            checkpoints is refused.
         progress_bar: show a progress bar (needs the ``progress`` extra).
         verbose: print each checkpoint as it is written.
 
@@ -180,7 +181,8 @@ def train_run(
         ``{"num_timesteps", "timesteps", "mean_returns", "std_returns", "wall_time_s"}``: the run's evaluations.
 
     Raises:
-        ConfigError: bad input in ``spec`` (see :meth:`RunSpec.resolve`).
+        ConfigError: bad input in ``spec`` (see :meth:`RunSpec.resolve`); checkpoints in ``out`` without
+            ``resume``; a resume with another algo, env, seed or hyperparameters than ``out``'s ``config.json``.
     """
     from rlkit_td3.callbacks import CheckpointCallback, EvalCallback
     from rlkit_td3.logger import configure
@@ -190,8 +192,14 @@ def train_run(
     timesteps = config["timesteps"]
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    latest = latest_checkpoint(out) if resume else None
+    latest = latest_checkpoint(out)
+    if latest is not None and not resume:
+        raise ConfigError(
+            f"{out} holds the checkpoints of an earlier run; pass resume=True (--resume) to continue it, "
+            "or choose another directory"
+        )
     if latest is not None:
+        _check_same_run(out / "config.json", config)
         steps, model_path, buffer_path = latest
         _cut_monitor(out / "monitor.csv", steps // spec.n_envs)
         env = _make_env(spec.env_id, spec.n_envs, out / "monitor.csv", append=True)
@@ -240,6 +248,24 @@ def train_run(
         "std_returns": results.std(axis=1).tolist(),
         "wall_time_s": time.perf_counter() - start,
     }
+
+
+def _check_same_run(path: Path, config: dict[str, Any]) -> None:
+    """Refuse to resume a run directory with another algorithm, env, seed or hyperparameters than it was made with
+    (a longer ``timesteps`` is fine)."""
+    if not path.is_file():
+        return
+    stored = json.loads(path.read_text())
+    now = json.loads(json.dumps(config, default=str))  # the same JSON types as the stored file
+
+    def identity(cfg: dict[str, Any]) -> dict[str, Any]:
+        hp = {k: v for k, v in cfg.get("hyperparameters", {}).items() if k != "n_timesteps"}
+        return {**{k: cfg.get(k) for k in ("algo", "env_id", "seed", "n_envs")}, **hp}
+
+    before, after = identity(stored), identity(now)
+    for key, value in after.items():
+        if before.get(key) != value:
+            raise ConfigError(f"cannot resume {path.parent}: it was made with {key}={before.get(key)!r}, not {value!r}")
 
 
 def _restore_logs(out: Path, num_timesteps: int, evaluation: Any, writers: list[Any]) -> None:
