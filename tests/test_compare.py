@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -21,8 +22,15 @@ from rlkit_td3.experiments import BackendError, ConfigError, compare
 SMALL = ["--hp", "net_arch=[32]", "learning_starts=200", "batch_size=32"]
 SWEEP = ["compare", "--algos", "td3", "ddpg", "--envs", "Pendulum-v1", "--seeds", "0", "1", "--timesteps", "1000"]
 SWEEP += ["--eval-freq", "500", "--eval-episodes", "2", *SMALL]
-# Keeps a Ray instance on the loopback address (by default Ray binds it to the machine's network address).
-RAY_ENV = {**os.environ, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "PYTHONUNBUFFERED": "1"}
+# The test clusters: on the loopback address (by default Ray uses the machine's network address), with token
+# authentication and a token of the test's own (so no ~/.ray/auth_token is read or written).
+RAY_ENV = {
+    **os.environ,
+    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
+    "RAY_AUTH_MODE": "token",
+    "RAY_AUTH_TOKEN": secrets.token_hex(32),
+    "PYTHONUNBUFFERED": "1",
+}
 
 
 def _final_returns(out) -> dict[tuple[str, int], float]:
@@ -221,7 +229,7 @@ def test_ray_without_address_starts_a_local_instance(tmp_path):
     argv = [sys.executable, "-m", "rlkit_td3", "compare", "--algos", "td3", "--envs", "Pendulum-v1", "--seeds", "0"]
     argv += ["--timesteps", "400", "--eval-freq", "200", "--eval-episodes", "1", "--hp", "net_arch=[16]"]
     argv += ["learning_starts=100", "batch_size=16", "--backend", "ray", "--out", str(out)]
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(argv, env=RAY_ENV, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "Ray at a local instance" in proc.stdout and "[1/1] td3 Pendulum-v1 seed 0: final return" in proc.stdout
     assert pd.read_csv(out / "results.csv")["timestep"].tolist() == [200, 400]

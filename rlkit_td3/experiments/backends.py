@@ -103,7 +103,7 @@ def _connect_ray(address: str | None, timeout: float) -> bool:
         return False
     quiet: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.ERROR}
     if address is None:  # a single-node instance for this comparison, reachable from this machine only
-        ray.init(include_dashboard=False, _node_ip_address="127.0.0.1", **quiet)
+        ray.init(address="local", include_dashboard=False, _node_ip_address="127.0.0.1", **quiet)
         return True
     if address != "auto":
         _check_reachable(address)
@@ -125,7 +125,12 @@ def _connect_ray(address: str | None, timeout: float) -> bool:
         raise BackendError(f"no Ray cluster answered at {address!r} within {timeout:g} s; check --address")
     if outcome[0] is not None:
         first = (str(outcome[0]).strip() or type(outcome[0]).__name__).splitlines()[0]
-        raise BackendError(f"cannot connect to a Ray cluster at {address!r}: {first}")
+        hint = (
+            ""
+            if os.environ.get("RAY_AUTH_MODE")
+            else " (a cluster with token authentication needs RAY_AUTH_MODE=token)"
+        )
+        raise BackendError(f"cannot connect to a Ray cluster at {address!r}: {first}{hint}")
     return True
 
 
