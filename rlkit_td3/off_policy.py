@@ -28,6 +28,7 @@ from rlkit_td3.callbacks import MaybeCallback, convert_callback
 from rlkit_td3.logger import Logger, configure
 from rlkit_td3.monitor import Monitor, is_monitored
 from rlkit_td3.noise import ActionNoise, NormalActionNoise, VectorizedActionNoise, noise_from_dict
+from rlkit_td3.optim import optimizer_step, zero_grad
 from rlkit_td3.policies import POLICY_ALIASES, TD3Policy, get_policy_class
 from rlkit_td3.schedules import Schedule, ScheduleLike, as_schedule, schedule_from_dict, schedule_to_dict
 from rlkit_td3.serialization import (
@@ -829,18 +830,18 @@ class OffPolicyAlgorithm:
         # Critic loss: the sum over critics of each critic's MSE against y.
         current_q = policy.critic(batch.observations, batch.actions)
         critic_loss = (current_q - target_q).pow(2).mean(dim=1).sum()
-        policy.critic_optimizer.zero_grad(set_to_none=True)
+        zero_grad(policy.critic_optimizer)
         critic_loss.backward()
-        policy.critic_optimizer.step()
+        optimizer_step(policy.critic_optimizer)
         self._critic_loss_sum += critic_loss.detach()
         self._n_critic_losses += 1
 
         if update_actor:
             # Delayed policy update: ascend Q1(s, π(s)); no gradient is computed for critic parameters.
             actor_loss = -policy.critic.q1_forward(batch.observations, policy.actor(batch.observations)).mean()
-            policy.actor_optimizer.zero_grad(set_to_none=True)
+            zero_grad(policy.actor_optimizer)
             actor_loss.backward()
-            policy.actor_optimizer.step()
+            optimizer_step(policy.actor_optimizer)
             self._actor_loss_sum += actor_loss.detach()
             self._n_actor_losses += 1
             # Polyak averaging of every target network: θ' ← τ θ + (1 − τ) θ'.
