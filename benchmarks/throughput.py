@@ -16,7 +16,7 @@ Three measurements, printed as one table:
 Every ratio is the median of per-repetition ratios, each repetition timing the two libraries back to back,
 so slow phases of a shared machine hit both. Usage::
 
-    python benchmarks/throughput.py [--reps 5] [--quick] [--out benchmarks/results/throughput.txt]
+    python benchmarks/throughput.py [--reps 3] [--update-reps 7] [--quick] [--out benchmarks/results/throughput.txt]
 
 Needs the ``benchmark`` extra (``pip install -e .[benchmark]``) for the SB3 side.
 """
@@ -275,7 +275,10 @@ def scaling_section(reps: int, steps: int, rows: list[str]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--reps", type=int, default=3, help="interleaved repetitions of the end-to-end, scaling runs")
+    parser.add_argument(
+        "--update-reps", type=int, default=7, help="interleaved repetitions of the update timing (short, noisy)"
+    )
     parser.add_argument("--quick", action="store_true", help="fewer steps, for a smoke run")
     parser.add_argument("--sections", nargs="+", default=["update", "learn", "scaling"])
     parser.add_argument("--out", default=None, help="also write the table to this file")
@@ -284,12 +287,12 @@ def main() -> None:
     header = (
         f"rlkit_td3 throughput vs Stable-Baselines3, {date.today()}, {platform.machine()} "
         f"{platform.processor() or ''} {torch.get_num_threads()} torch threads, torch {torch.__version__}, "
-        f"python {sys.version.split()[0]}, {args.reps} interleaved reps"
+        f"python {sys.version.split()[0]}, interleaved reps: {args.update_reps} (update), {args.reps} (others)"
     )
     print(header, flush=True)
     rows: list[str] = []
     if "update" in args.sections:
-        update_section(args.reps, update_steps, rows)
+        update_section(args.update_reps, update_steps, rows)
     if "learn" in args.sections:
         end_to_end_section(args.reps, learn_steps, rows)
     if "scaling" in args.sections:
