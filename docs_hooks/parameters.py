@@ -58,7 +58,8 @@ def parameter_rows(cls: type) -> list[tuple[str, str, str]]:
         descriptions.update(docstring_args(getattr(klass.__init__, "__doc__", None)))
     rows = []
     for name, parameter in inspect.signature(cls.__init__).parameters.items():
-        if name == "self" or name.startswith("_") or parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+        variadic = parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD)
+        if name == "self" or name.startswith("_") or variadic:
             continue
         default = "required" if parameter.default is parameter.empty else f"`{_format_default(parameter.default)}`"
         rows.append((name, default, descriptions.get(name, "")))
