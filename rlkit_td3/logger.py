@@ -136,12 +136,13 @@ class HParam:
     """Hyperparameters and the metrics to compare them on, for TensorBoard's HPARAMS tab.
 
     Args:
-        hparam_dict: name → value (bool, int, float, str or ``None``; ``None`` entries are left out).
+        hparam_dict: name → value: a bool, int, float or str; ``None`` entries are left out and any other
+            value (a list, a schedule object...) is shown as its ``str()``.
         metric_dict: the metrics' tags → an initial value; TensorBoard shows each tag's logged scalars
             (e.g. ``"rollout/ep_rew_mean"``). Must not be empty: the HPARAMS tab needs a metric.
 
     Raises:
-        ValueError: ``metric_dict`` is empty, or a value has another type.
+        ValueError: ``metric_dict`` is empty, or one of its values is not a number.
     """
 
     def __init__(self, hparam_dict: Mapping[str, bool | str | float | None], metric_dict: Mapping[str, float]) -> None:
@@ -149,14 +150,17 @@ class HParam:
             raise ValueError(
                 "HParam metric_dict must not be empty: TensorBoard's HPARAMS tab needs at least one metric"
             )
-        for key, val in hparam_dict.items():
-            if val is not None and not isinstance(_to_python(val), (bool, int, float, str)):
-                raise ValueError(f"HParam hparam_dict[{key!r}] must be a bool, int, float, str or None, got {val!r}")
         for key, val in metric_dict.items():
             if isinstance(_to_python(val), bool) or not isinstance(_to_python(val), (int, float)):
                 raise ValueError(f"HParam metric_dict[{key!r}] must be a number, got {val!r}")
         self.hparam_dict = hparam_dict
         self.metric_dict = metric_dict
+
+
+def _hparam_value(value: Any) -> bool | int | float | str | None:
+    """What TensorBoard's HPARAMS tab can show: numbers, strings, bools; anything else as its ``str()``."""
+    value = _to_python(value)
+    return value if value is None or isinstance(value, (bool, int, float, str)) else str(value)
 
 
 _VALUE_TYPES: dict[type, str] = {Video: "video", Figure: "figure", Image: "image", HParam: "hparam"}
@@ -403,7 +407,7 @@ class TensorBoardOutputFormat(KVWriter):
         # would open a sub-folder run instead).
         from torch.utils.tensorboard.summary import hparams
 
-        hparam_dict = {k: _to_python(v) for k, v in value.hparam_dict.items()}
+        hparam_dict = {k: _hparam_value(v) for k, v in value.hparam_dict.items()}
         metric_dict = {k: float(_to_python(v)) for k, v in value.metric_dict.items()}
         for summary in hparams(hparam_dict, metric_dict):
             self.writer.file_writer.add_summary(summary, step)

@@ -70,7 +70,8 @@ def test_image_figure_video_and_hparams_in_tensorboard(tmp_path):
     logger.record("img", Image(image, "HWC"))
     logger.record("fig", Figure(figure, close=True))
     logger.record("vid", Video(torch.as_tensor(frames), fps=5))
-    logger.record("hp", HParam({"lr": 0.001, "algo": "TD3", "delay": 2, "unset": None}, {"rollout/ep_rew_mean": 0}))
+    hparams = {"lr": np.float32(0.5), "algo": "TD3", "delay": 2, "unset": None, "net_arch": [64, 64]}
+    logger.record("hp", HParam(hparams, {"rollout/ep_rew_mean": 0}))
     logger.record("scalar", 1.5)
     logger.dump(step=12)
     logger.close()
@@ -96,9 +97,10 @@ def test_image_figure_video_and_hparams_in_tensorboard(tmp_path):
     content = acc.PluginTagToContent("hparams")
     assert set(content) == {"_hparams_/experiment", "_hparams_/session_start_info", "_hparams_/session_end_info"}
     start = plugin_data_pb2.HParamsPluginData.FromString(content["_hparams_/session_start_info"]).session_start_info
-    assert dict(start.hparams)["lr"].number_value == 0.001
+    assert dict(start.hparams)["lr"].number_value == 0.5
     assert dict(start.hparams)["algo"].string_value == "TD3"
     assert dict(start.hparams)["delay"].number_value == 2
+    assert dict(start.hparams)["net_arch"].string_value == "[64, 64]"  # other types as their str()
     assert "unset" not in start.hparams
     experiment = plugin_data_pb2.HParamsPluginData.FromString(content["_hparams_/experiment"]).experiment
     assert [m.name.tag for m in experiment.metric_infos] == ["rollout/ep_rew_mean"]
@@ -227,8 +229,8 @@ def test_value_types_validate_their_arguments():
         Image(np.zeros((4, 4, 3)), "HWX")
     with pytest.raises(ValueError, match="metric_dict must not be empty"):
         HParam({"lr": 0.1}, {})
-    with pytest.raises(ValueError, match=r"hparam_dict\['net'\]"):
-        HParam({"net": [64, 64]}, {"m": 0})
+    with pytest.raises(ValueError, match=r"metric_dict\['m'\] must be a number, got 'high'"):
+        HParam({"lr": 0.1}, {"m": "high"})
     with pytest.raises(TypeError, match="matplotlib Figure"):
         Figure(np.zeros(3), close=True)
 
