@@ -221,13 +221,20 @@ class HumanOutputFormat(KVWriter):
     """Prints each dump as an aligned two-column table, keys grouped by their ``prefix/`` like SB3's stdout log.
 
     Args:
-        stream: where to write; ``None`` means the current ``sys.stdout`` at each write.
+        stream: where to write; ``None`` means the current ``sys.stdout`` at each write. A file path here
+            means ``path=`` (SB3's ``HumanOutputFormat(filename_or_file)``).
         path: write to this file instead (the ``"log"`` format, ``log.txt``).
     """
 
     name = "stdout"
 
-    def __init__(self, stream: TextIO | None = None, path: str | os.PathLike[str] | None = None) -> None:
+    def __init__(
+        self, stream: TextIO | str | os.PathLike[str] | None = None, path: str | os.PathLike[str] | None = None
+    ) -> None:
+        if isinstance(stream, (str, os.PathLike)):
+            if path is not None:
+                raise ValueError(f"HumanOutputFormat got two files: stream={stream!r} and path={path!r}")
+            stream, path = None, stream
         self.stream = stream
         self._file: TextIO | None = None
         if path is not None:

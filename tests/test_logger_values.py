@@ -204,6 +204,16 @@ def test_stdout_and_log_exclusions_cover_both_tables(tmp_path):
         assert "shown" in text and "hidden" not in text
 
 
+def test_human_output_format_takes_a_file_name_as_sb3(tmp_path):
+    writer = HumanOutputFormat(str(tmp_path / "table.txt"))  # SB3: HumanOutputFormat(filename_or_file)
+    assert writer.name == "log"
+    writer.write({"a/b": 1.5}, 0)
+    writer.close()
+    assert "| a/" in (tmp_path / "table.txt").read_text()
+    with pytest.raises(ValueError, match="two files"):
+        HumanOutputFormat(tmp_path / "x.txt", path=tmp_path / "y.txt")
+
+
 def test_output_formats_is_the_writer_list(tmp_path):
     csv = CSVOutputFormat(tmp_path / "p.csv")
     assert Logger(None, output_formats=[csv]).output_formats == [csv]
