@@ -88,6 +88,9 @@ class Figure:
     Args:
         figure: the figure.
         close: close the figure (``matplotlib.pyplot.close``) once it is written.
+
+    Raises:
+        TypeError: ``figure`` is not a matplotlib figure.
     """
 
     def __init__(self, figure: matplotlib.figure.Figure, close: bool) -> None:
@@ -392,12 +395,14 @@ class TensorBoardOutputFormat(KVWriter):
         self.writer = SummaryWriter(log_dir=str(folder))
 
     def write(self, values: dict[str, Any], step: int) -> None:
+        import torch  # already loaded by torch.utils.tensorboard
+
         for key, val in values.items():
             if isinstance(val, Number) and not isinstance(val, bool):
                 self.writer.add_scalar(key, val, step)
             elif isinstance(val, str):
                 self.writer.add_text(key, val, step)
-            elif hasattr(val, "shape") and hasattr(val, "dtype"):  # a numpy array or a torch tensor
+            elif isinstance(val, (np.ndarray, torch.Tensor)):
                 self.writer.add_histogram(key, val, step)
             elif isinstance(val, Image):
                 self.writer.add_image(key, val.image, step, dataformats=val.dataformats)

@@ -122,13 +122,18 @@ def test_strings_become_text_and_arrays_histograms(tmp_path):
     logger = configure(tmp_path, ["tensorboard"])
     logger.record("note", "hello")
     logger.record("weights", np.array([0.0, 1.0, 1.0, 3.0]))
+    logger.record("grads", torch.tensor([[2.0, -1.0]]))
+    logger.record("table", pd.Series([1.0, 2.0]))  # neither a number nor an array: not written
     logger.dump(3)
     logger.close()
     acc = _events(tmp_path)
     (text,) = acc.Tensors("note/text_summary")
     assert text.tensor_proto.string_val == [b"hello"]
+    assert sorted(acc.Tags()["histograms"]) == ["grads", "weights"]
     (hist,) = acc.Histograms("weights")
     assert (hist.step, hist.histogram_value.num, hist.histogram_value.sum, hist.histogram_value.max) == (3, 4, 5, 3)
+    (hist,) = acc.Histograms("grads")
+    assert (hist.histogram_value.num, hist.histogram_value.min, hist.histogram_value.max) == (2, -1, 2)
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 5])
