@@ -251,6 +251,26 @@ class EveryNTimesteps(EventCallback):
         return True
 
 
+class LogEveryNTimesteps(EveryNTimesteps):
+    """Writes the model's log row (the ``rollout/``, ``time/``, ``train/`` keys) every ``n_steps`` env timesteps.
+
+    Use it with ``learn(..., log_interval=None)`` to log by timesteps instead of by episodes, as in
+    Stable-Baselines3. Like :class:`EveryNTimesteps`, it fires each time the model's timestep count crosses a
+    multiple of ``n_steps``.
+
+    Args:
+        n_steps: the period, in env timesteps (summed over envs).
+    """
+
+    def __init__(self, n_steps: int) -> None:
+        super().__init__(n_steps, ConvertCallback(self._log_data))
+
+    def _log_data(self, _locals: dict[str, Any], _globals: dict[str, Any]) -> bool:
+        assert self.model is not None, "callback used before init_callback()"
+        self.model._dump_logs()
+        return True
+
+
 def _save_npz(path: Path, **arrays: np.ndarray) -> None:
     buf = io.BytesIO()
     np.savez(buf, **arrays)
@@ -613,6 +633,7 @@ __all__ = [
     "EvalCallback",
     "EventCallback",
     "EveryNTimesteps",
+    "LogEveryNTimesteps",
     "MaybeCallback",
     "ProgressBarCallback",
     "StopTrainingOnMaxEpisodes",

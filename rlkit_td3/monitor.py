@@ -190,6 +190,8 @@ def plot_results(
 ) -> Path:
     """Plot the episode returns of one or more monitor folders and their rolling mean into a PNG.
 
+    Stable-Baselines3's pyplot version, with its arguments, is :func:`rlkit_td3.results_plotter.plot_results`.
+
     Args:
         dirs: folders holding ``monitor.csv`` files; one curve per folder.
         x_axis: ``"timesteps"``, ``"episodes"`` or ``"walltime_hrs"``.

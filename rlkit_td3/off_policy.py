@@ -545,7 +545,7 @@ class OffPolicyAlgorithm:
         self,
         total_timesteps: int,
         callback: MaybeCallback = None,
-        log_interval: int = 4,
+        log_interval: int | None = 4,
         tb_log_name: str | None = None,
         reset_num_timesteps: bool = True,
         progress_bar: bool = False,
@@ -555,14 +555,16 @@ class OffPolicyAlgorithm:
         Args:
             total_timesteps: env steps to collect in this call.
             callback: a callback, a list of them, or a function ``f(locals, globals) -> bool``.
-            log_interval: write the logger (stdout table, TensorBoard, ...) every this many episodes.
+            log_interval: write the logger (stdout table, TensorBoard, ...) every this many episodes; ``None``
+                never (as in SB3: log by timesteps with :class:`~rlkit_td3.callbacks.LogEveryNTimesteps`).
             tb_log_name: name of the TensorBoard run folder (default: the class name, e.g. ``TD3``).
             reset_num_timesteps: False continues the counters (and the schedules' progress) of a previous
                 ``learn`` call or of a loaded model.
             progress_bar: show a progress bar (needs the ``progress`` extra: tqdm and rich).
         """
         total_timesteps = _check_int("total_timesteps", total_timesteps, 1)
-        log_interval = _check_int("log_interval", log_interval, 1)
+        if log_interval is not None:
+            log_interval = _check_int("log_interval", log_interval, 1)
         if tb_log_name is None:
             tb_log_name = type(self).__name__
         if not isinstance(tb_log_name, str) or not tb_log_name or os.sep in tb_log_name:
@@ -610,7 +612,7 @@ class OffPolicyAlgorithm:
         if self.action_noise is not None:
             self.action_noise.reset()
 
-    def collect_rollouts(self, callback: Any, log_interval: int) -> tuple[bool, int]:
+    def collect_rollouts(self, callback: Any, log_interval: int | None) -> tuple[bool, int]:
         """Step the envs until ``train_freq`` is reached, storing every valid transition.
 
         The rollout's counters live on the model (``self._rollout``) rather than in local variables, so a
@@ -740,7 +742,9 @@ class OffPolicyAlgorithm:
         self._last_obs = new_obs
         return valid
 
-    def _track_episodes(self, rewards: np.ndarray, dones: np.ndarray, valid: np.ndarray, log_interval: int) -> int:
+    def _track_episodes(
+        self, rewards: np.ndarray, dones: np.ndarray, valid: np.ndarray, log_interval: int | None
+    ) -> int:
         """Episode count, per-env noise resets and the periodic log; returns the number of episodes ended.
 
         Episode returns and lengths are recorded by the env's episode-statistics wrapper (``ep_info_buffer``).
@@ -748,7 +752,7 @@ class OffPolicyAlgorithm:
         ended = np.flatnonzero(dones & valid)
         for _ in ended:
             self._episode_num += 1
-            if self._episode_num % log_interval == 0 and self.logger.writers:
+            if log_interval is not None and self._episode_num % log_interval == 0 and self.logger.writers:
                 self._dump_logs()
         if len(ended) and self.action_noise is not None:
             if isinstance(self.action_noise, VectorizedActionNoise):
