@@ -237,7 +237,15 @@ class VecNormalize(VecEnvWrapper):
             raise ValueError("this VecNormalize already wraps an env; set_venv() is for one loaded without it")
         VecEnvWrapper.__init__(self, venv)
         self._check_shapes(venv.observation_space)
-        self.returns = np.zeros(self.num_envs)
+        self._restore_returns()
+
+    def _restore_returns(self) -> None:
+        """The loaded discounted returns if they are for this many envs (an exact resume), else zeros (as SB3)."""
+        loaded = self.__dict__.pop("_loaded_returns", None)
+        if loaded is not None and loaded.shape == (self.num_envs,):
+            self.returns = loaded.copy()
+        else:
+            self.returns = np.zeros(self.num_envs)
 
     def _check_shapes(self, space: spaces.Space) -> None:
         if not self.norm_obs:
@@ -260,7 +268,9 @@ class VecNormalize(VecEnvWrapper):
     def get_state(self) -> dict[str, Any]:
         """The settings and statistics: ``{"config": <JSON-able dict>, "arrays": {name: float64 array}}``.
 
-        :meth:`set_state` restores them bit for bit; :meth:`save` writes exactly this.
+        Besides the statistics, ``arrays["returns"]`` holds each env's running discounted return, so that a
+        run restored mid-episode scales its rewards exactly as it would have (SB3 does not save them).
+        :meth:`set_state` restores all of it bit for bit; :meth:`save` writes exactly this.
         """
         config: dict[str, Any] = {"format": STATE_FORMAT, "format_version": STATE_VERSION}
         config.update({name: getattr(self, name) for name in _SETTINGS})
@@ -279,10 +289,12 @@ class VecNormalize(VecEnvWrapper):
             arrays[f"{name}.mean"] = np.array(rms.mean, dtype=np.float64)
             arrays[f"{name}.var"] = np.array(rms.var, dtype=np.float64)
             arrays[f"{name}.count"] = np.array(rms.count, dtype=np.float64)
+        arrays["returns"] = np.array(self.__dict__.get("returns", np.zeros(0)), dtype=np.float64)
         return {"config": config, "arrays": arrays}
 
     def set_state(self, state: dict[str, Any]) -> None:
-        """Restore :meth:`get_state` output: settings and statistics.
+        """Restore :meth:`get_state` output: settings and statistics, and the running discounted returns when
+        they are for as many envs as this wrapper has (otherwise those start from zero, as after SB3's load).
 
         Raises:
             ValueError: the state is malformed, of another format, or does not fit this env's observations.
@@ -312,6 +324,8 @@ class VecNormalize(VecEnvWrapper):
                 obs_rms = {key: rms(f"obs_rms.{i}") for i, key in enumerate(keys)}
             ret_rms = rms("ret_rms")
             norm_obs_keys = config["norm_obs_keys"]
+            returns = arrays.get("returns")
+            returns = None if returns is None else np.array(returns, dtype=np.float64)
         except (KeyError, TypeError, AttributeError) as exc:
             raise ValueError(f"malformed VecNormalize state: {type(exc).__name__}: {exc}") from exc
         for name in ("training", "norm_obs", "norm_reward"):
@@ -330,6 +344,9 @@ class VecNormalize(VecEnvWrapper):
                 for name, value in previous.items():
                     setattr(self, name, value)
                 raise
+        self.__dict__["_loaded_returns"] = returns
+        if self.__dict__.get("venv") is not None:
+            self._restore_returns()
 
     @classmethod
     def from_state(cls, state: dict[str, Any], venv: VecEnv | None = None) -> VecNormalize:
@@ -337,8 +354,8 @@ class VecNormalize(VecEnvWrapper):
         self = cls.__new__(cls)
         self.__dict__["venv"] = None
         self.class_attributes = {}
-        self.set_state(state)
         self.returns = np.zeros(0)
+        self.set_state(state)
         self.old_obs, self.old_reward = np.array([]), np.array([])
         if venv is not None:
             self.set_venv(venv)
