@@ -217,6 +217,18 @@ class VecEnv(ABC):
             return f"{type(self).__module__}.{type(self).__name__}"
         return None
 
+    def _check_actions(self, actions: Any) -> None:
+        """Refuse a batch of actions that does not hold one action per env."""
+        try:
+            count = len(actions)
+        except TypeError:
+            count = None
+        if count != self.num_envs:
+            raise ValueError(
+                f"actions must hold one action per env ({self.num_envs}), got {type(actions).__name__} "
+                f"of length {count}" + (f" and shape {np.shape(actions)}" if hasattr(actions, "shape") else "")
+            )
+
     def _reset_seeds(self) -> None:
         self._seeds = [None] * self.num_envs
 

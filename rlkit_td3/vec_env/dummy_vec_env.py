@@ -55,6 +55,7 @@ class DummyVecEnv(VecEnv):
         super().__init__(len(self.envs), env.observation_space, env.action_space)
         self.keys, shapes, dtypes = obs_space_info(env.observation_space)
         self.buf_obs = {key: np.zeros((self.num_envs, *shapes[key]), dtype=dtypes[key]) for key in self.keys}
+        self._plain_buf = self.buf_obs[None] if self.keys == [None] else None  # not a Dict/Tuple space
         self.buf_dones = np.zeros((self.num_envs,), dtype=bool)
         self.buf_rews = np.zeros((self.num_envs,), dtype=np.float32)
         self.buf_infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
@@ -62,16 +63,18 @@ class DummyVecEnv(VecEnv):
         self.metadata = env.metadata
 
     def step_async(self, actions: np.ndarray) -> None:
+        self._check_actions(actions)
         self.actions = actions
 
     def step_wait(self) -> VecEnvStepReturn:
-        if self.actions is None:
+        actions = self.actions
+        if actions is None:
             raise RuntimeError("step_wait() was called without a step_async(actions) before it")
         for index, env in enumerate(self.envs):
-            obs, reward, terminated, truncated, info = env.step(self.actions[index])
-            done = terminated or truncated
+            obs, reward, terminated, truncated, info = env.step(actions[index])
             info = dict(info)  # the env's own dict is left untouched
             info["TimeLimit.truncated"] = bool(truncated and not terminated)
+            done = terminated or truncated
             if done:
                 info["terminal_observation"] = obs
                 obs, self.reset_infos[index] = env.reset()
@@ -80,7 +83,7 @@ class DummyVecEnv(VecEnv):
             self.buf_infos[index] = info
             self._save_obs(index, obs)
         self.actions = None
-        return self._obs_from_buf(), np.copy(self.buf_rews), np.copy(self.buf_dones), list(self.buf_infos)
+        return self._obs_from_buf(), self.buf_rews.copy(), self.buf_dones.copy(), list(self.buf_infos)
 
     def reset(self) -> VecEnvObs:
         for index, env in enumerate(self.envs):
@@ -103,10 +106,15 @@ class DummyVecEnv(VecEnv):
         return [env.render() for env in self.envs]
 
     def _save_obs(self, index: int, obs: Any) -> None:
+        if self._plain_buf is not None:
+            self._plain_buf[index] = obs
+            return
         for key in self.keys:
-            self.buf_obs[key][index] = obs if key is None else obs[key]
+            self.buf_obs[key][index] = obs[key]
 
     def _obs_from_buf(self) -> VecEnvObs:
+        if self._plain_buf is not None:
+            return self._plain_buf.copy()
         return dict_to_obs(self.observation_space, copy_obs_dict(self.buf_obs))
 
     def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:

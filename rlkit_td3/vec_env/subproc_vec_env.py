@@ -156,6 +156,7 @@ class SubprocVecEnv(VecEnv):
 
     def step_async(self, actions: np.ndarray) -> None:
         self._check_open()
+        self._check_actions(actions)
         for remote, action in zip(self.remotes, actions):
             remote.send(("step", action))
         self.waiting = True
