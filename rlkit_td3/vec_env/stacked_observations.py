@@ -80,10 +80,9 @@ class StackedObservations:
         self._width = observation_space.shape[self.stack_axis]
 
     def _newest_slice(self) -> tuple[Any, ...]:
-        # (env axis, then the channel axis of one observation): the last `width` channels
-        return (
-            (slice(None), slice(-self._width, None)) if self.channels_first else (Ellipsis, slice(-self._width, None))
-        )
+        # the last `width` entries of the channel axis, for every env
+        newest = slice(-self._width, None)
+        return (slice(None), newest) if self.channels_first else (Ellipsis, newest)
 
     def reset(self, observation: Any) -> Any:
         """Zero every stack, put ``observation`` (a batch) in the newest slot, and return the stacks."""
@@ -119,10 +118,9 @@ class StackedObservations:
                 infos[i]["terminal_observation"] = terminal[i]
             return stacked, infos
         env_axis = 0 if self.channels_first else -1  # the channel axis of one env's stack
-        self.stacked_obs = np.roll(
-            self.stacked_obs, shift=-self._width, axis=env_axis + 1 if self.channels_first else -1
-        )
-        kept = self.stacked_obs.shape[1 if self.channels_first else -1] - self._width
+        batch_axis = 1 if self.channels_first else -1  # the same axis in the batch of stacks
+        self.stacked_obs = np.roll(self.stacked_obs, shift=-self._width, axis=batch_axis)
+        kept = self.stacked_obs.shape[batch_axis] - self._width
         for index in np.flatnonzero(dones):
             if "terminal_observation" in infos[index]:
                 older = np.take(self.stacked_obs[index], np.arange(kept), axis=env_axis)
