@@ -4,6 +4,9 @@ Written the way SB3's documentation uses ``stable_baselines3.common.env_util.mak
 changed to rlkit_td3. Exits 0 when every check passes.
 """
 
+import os
+import tempfile
+
 import numpy as np
 
 from rlkit_td3.env_util import make_vec_env
@@ -25,7 +28,7 @@ def rollout(vec_env, n_steps):
     return obs, episodes
 
 
-if __name__ == "__main__":  # needed by SubprocVecEnv's worker processes
+def main() -> None:
     # Pendulum episodes are cut at 200 steps; 2 envs x 400 steps = 4 episodes in two monitor files
     vec_env = make_vec_env("Pendulum-v1", n_envs=2, seed=0, monitor_dir="pendulum_logs")
     assert isinstance(vec_env, DummyVecEnv) and vec_env.num_envs == 2
@@ -46,3 +49,9 @@ if __name__ == "__main__":  # needed by SubprocVecEnv's worker processes
     np.testing.assert_array_equal(sub_env.reset(), first)
     sub_env.close()
     print("ok")
+
+
+if __name__ == "__main__":  # needed by SubprocVecEnv's worker processes
+    with tempfile.TemporaryDirectory() as workdir:  # the files it writes go to a scratch folder
+        os.chdir(workdir)
+        main()

@@ -4,6 +4,7 @@ Imports as an SB3 user writes them, changed to rlkit_td3; random actions. Exits 
 """
 
 import os
+import tempfile
 
 import gymnasium as gym
 import numpy as np
@@ -11,7 +12,8 @@ import numpy as np
 from rlkit_td3.env_util import make_vec_env
 from rlkit_td3.vec_env import DummyVecEnv, VecCheckNan, VecFrameStack, VecMonitor, VecVideoRecorder
 
-if __name__ == "__main__":
+
+def main() -> None:
     env = make_vec_env("Pendulum-v1", n_envs=2, seed=0)
     env = VecCheckNan(env, raise_exception=True)
     env = VecFrameStack(env, n_stack=4)
@@ -35,3 +37,9 @@ if __name__ == "__main__":
         episodes += [info["episode"] for info in infos if "episode" in info]
     assert [episode["l"] for episode in episodes] == [200, 200]
     print("ok")
+
+
+if __name__ == "__main__":
+    with tempfile.TemporaryDirectory() as workdir:  # the files it writes go to a scratch folder
+        os.chdir(workdir)
+        main()

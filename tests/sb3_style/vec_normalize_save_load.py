@@ -6,13 +6,15 @@ rlkit_td3 and random actions in place of a model. Exits 0 when every check passe
 """
 
 import os
+import tempfile
 
 import numpy as np
 
 from rlkit_td3.env_util import make_vec_env
 from rlkit_td3.vec_env import DummyVecEnv, VecNormalize
 
-if __name__ == "__main__":
+
+def main() -> None:
     vec_env = make_vec_env("Pendulum-v1", n_envs=2, seed=1)
     vec_env = VecNormalize(vec_env, norm_obs=True, norm_reward=True, clip_obs=10.0)
     vec_env.reset()
@@ -44,3 +46,9 @@ if __name__ == "__main__":
         np.testing.assert_allclose(eval_env.unnormalize_obs(obs), eval_env.get_original_obs(), rtol=1e-5, atol=1e-5)
     np.testing.assert_array_equal(eval_env.obs_rms.mean, frozen)
     print("ok")
+
+
+if __name__ == "__main__":
+    with tempfile.TemporaryDirectory() as workdir:  # the files it writes go to a scratch folder
+        os.chdir(workdir)
+        main()
