@@ -505,3 +505,20 @@ def test_sb3_style_scripts_run(tmp_path):
             [sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
         )
         assert result.returncode == 0, f"{script.name}:\n{result.stdout}\n{result.stderr}"
+
+
+def test_render_human_delegates_to_the_envs_and_get_images_needs_rgb():
+    class HumanEnv(SeededEnv):
+        metadata: dict = {"render_modes": ["human"]}
+        calls = 0
+
+        def render(self):
+            HumanEnv.calls += 1
+
+    venv = DummyVecEnv([lambda: HumanEnv(render_mode="human") for _ in range(2)])
+    venv.reset()
+    assert venv.render() is None and HumanEnv.calls == 2
+    with pytest.raises(ValueError, match="render_mode='rgb_array'"):
+        venv.get_images()
+    with pytest.warns(UserWarning, match="no render_mode"):
+        assert DummyVecEnv([SeededEnv]).render() is None

@@ -308,3 +308,21 @@ class _DiscreteObsEnv(gym.Env):
 
     def step(self, action):
         return 1, 0.0, False, False, {}
+
+
+def test_image_observations_get_a_float_space():
+    class ImageEnv(gym.Env):
+        observation_space = spaces.Box(0, 255, shape=(4, 4, 3), dtype=np.uint8)
+        action_space = spaces.Box(-1, 1, shape=(1,), dtype=np.float32)
+
+        def reset(self, *, seed=None, options=None):
+            super().reset(seed=seed)
+            return self.np_random.integers(0, 256, (4, 4, 3), dtype=np.uint8), {}
+
+        def step(self, action):
+            return self.reset()[0], 0.0, False, False, {}
+
+    venv = VecNormalize(DummyVecEnv([ImageEnv]), clip_obs=5.0)
+    assert venv.observation_space == spaces.Box(-5.0, 5.0, (4, 4, 3), np.float32)
+    obs = venv.reset()
+    assert obs.dtype == np.float32 and venv.observation_space.contains(obs[0])
