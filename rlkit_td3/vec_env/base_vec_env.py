@@ -274,8 +274,8 @@ class VecEnvWrapper(VecEnv):
         self.class_attributes = dict(inspect.getmembers(self.__class__))
         super().__init__(
             num_envs=venv.num_envs,
-            observation_space=observation_space or venv.observation_space,
-            action_space=action_space or venv.action_space,
+            observation_space=venv.observation_space if observation_space is None else observation_space,
+            action_space=venv.action_space if action_space is None else action_space,
         )
 
     def step_async(self, actions: np.ndarray) -> None:
