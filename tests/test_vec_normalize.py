@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import pickle
 import sys
@@ -326,3 +327,43 @@ def test_image_observations_get_a_float_space():
     assert venv.observation_space == spaces.Box(-5.0, 5.0, (4, 4, 3), np.float32)
     obs = venv.reset()
     assert obs.dtype == np.float32 and venv.observation_space.contains(obs[0])
+
+
+class _Evil:
+    """Unpickling this creates the file named in ``path``."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def __reduce__(self):
+        return (Path.touch, (Path(self.path),))
+
+
+def test_load_never_runs_code_from_the_file_without_allow_pickle(tmp_path):
+    venv = DummyVecEnv([NoisyEnv])
+    marker = tmp_path / "pwned"
+    for protocol in (0, 2, 5):
+        evil = tmp_path / f"evil{protocol}.pkl"
+        evil.write_bytes(pickle.dumps(_Evil(str(marker)), protocol=protocol))
+        with pytest.raises(ValueError):
+            VecNormalize.load(evil, venv)
+        assert not marker.exists()
+    # a zip in the safe format whose arrays hide a pickled object
+    good = noisy_venv()
+    good.save(tmp_path / "good.zip")
+    with zipfile.ZipFile(tmp_path / "good.zip") as archive:
+        config = archive.read("vec_normalize.json")
+    buf = io.BytesIO()
+    np.savez(buf, **{"ret_rms.mean": np.array([_Evil(str(marker))], dtype=object)})
+    with zipfile.ZipFile(tmp_path / "evil.zip", "w") as archive:
+        archive.writestr("vec_normalize.json", config)
+        archive.writestr("statistics.npz", buf.getvalue())
+    with pytest.raises(ValueError, match="not a readable VecNormalize file"):
+        VecNormalize.load(tmp_path / "evil.zip", venv)
+    assert not marker.exists()
+    with zipfile.ZipFile(tmp_path / "extra.zip", "w") as archive:
+        archive.writestr("vec_normalize.json", config)
+        archive.writestr("statistics.npz", b"")
+        archive.writestr("../escape", b"")
+    with pytest.raises(ValueError, match="entries"):
+        VecNormalize.load(tmp_path / "extra.zip", venv)
