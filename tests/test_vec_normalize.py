@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import json
 import pickle
-import sys
 import zipfile
 from pathlib import Path
 
@@ -19,8 +19,10 @@ from rlkit_td3.running_mean_std import RunningMeanStd
 from rlkit_td3.vec_env import DummyVecEnv, VecNormalize
 
 DATA = Path(__file__).resolve().parent / "data"
-sys.path.insert(0, str(DATA))
-from sb3_vec_normalize_fixture import N_STEPS, rollout  # noqa: E402
+_spec = importlib.util.spec_from_file_location("sb3_vec_normalize_fixture", DATA / "sb3_vec_normalize_fixture.py")
+_fixture = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_fixture)
+N_STEPS, rollout = _fixture.N_STEPS, _fixture.rollout  # the rollout that made sb3_vec_normalize.pkl
 
 PRIOR = 1e-4  # RunningMeanStd's initial pseudo-count (mean 0, variance 1), as SB3
 
