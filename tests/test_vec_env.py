@@ -144,6 +144,32 @@ def test_dummy_vec_env_seeding_and_options():
     seeding_contract(DummyVecEnv)
 
 
+def test_terminal_observation_survives_envs_that_reuse_their_observation_array():
+    class InPlaceEnv(CounterEnv):
+        """Returns the same array object every time, updated in place (as some simulators do)."""
+
+        def __init__(self):
+            super().__init__()
+            self.buffer = np.zeros(2, dtype=np.float32)
+
+        def reset(self, *, seed=None, options=None):
+            self.buffer[:] = super().reset(seed=seed)[0]
+            return self.buffer, {}
+
+        def step(self, action):
+            obs, *rest = super().step(action)
+            self.buffer[:] = obs
+            return self.buffer, *rest
+
+    venv = DummyVecEnv([lambda: gym.wrappers.TimeLimit(InPlaceEnv(), 2)])
+    venv.reset()
+    venv.step(ZERO[:1])
+    obs, _, dones, infos = venv.step(ZERO[:1])
+    assert dones[0]
+    np.testing.assert_array_equal(infos[0]["terminal_observation"], [0, 2])  # not the reset obs [1, 0]
+    np.testing.assert_array_equal(obs, [[1, 0]])
+
+
 def test_dummy_vec_env_attributes_and_methods():
     venv = DummyVecEnv(counter_pair())
     venv.reset()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from copy import deepcopy
 from typing import Any
 
 import gymnasium as gym
@@ -76,7 +77,8 @@ class DummyVecEnv(VecEnv):
             info["TimeLimit.truncated"] = bool(truncated and not terminated)
             done = terminated or truncated
             if done:
-                info["terminal_observation"] = obs
+                # a copy: an env may return one array that it updates in place, and reset() would overwrite it
+                info["terminal_observation"] = deepcopy(obs)
                 obs, self.reset_infos[index] = env.reset()
             self.buf_rews[index] = reward
             self.buf_dones[index] = done
