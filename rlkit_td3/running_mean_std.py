@@ -1,0 +1,68 @@
+"""Running mean and variance of a stream of arrays (``stable_baselines3.common.running_mean_std``'s counterpart).
+
+The statistics are float64 and are merged batch by batch with the parallel algorithm of Chan, Golub and LeVeque
+(1979): a batch's mean, variance and count combine with the running ones exactly as if all the samples had been
+seen at once. Like SB3, the statistics start from a pseudo-sample of weight ``epsilon`` with mean 0 and
+variance 1, which keeps the variance positive before any data arrives.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+class RunningMeanStd:
+    """Mean, variance and count of everything passed to :meth:`update` (along axis 0), in float64.
+
+    Args:
+        epsilon: weight of the initial pseudo-sample (mean 0, variance 1); must be positive.
+        shape: shape of one sample.
+    """
+
+    def __init__(self, epsilon: float = 1e-4, shape: tuple[int, ...] = ()) -> None:
+        if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)) or not epsilon > 0:
+            raise ValueError(f"epsilon must be a positive number, got {epsilon!r}")
+        self.mean = np.zeros(shape, dtype=np.float64)
+        self.var = np.ones(shape, dtype=np.float64)
+        self.count: float = float(epsilon)
+
+    def copy(self) -> RunningMeanStd:
+        """An independent copy."""
+        new = RunningMeanStd(shape=self.mean.shape)
+        new.mean = self.mean.copy()
+        new.var = self.var.copy()
+        new.count = float(self.count)
+        return new
+
+    def combine(self, other: RunningMeanStd) -> None:
+        """Merge another instance's statistics into this one (as if its samples had been passed here)."""
+        self.update_from_moments(other.mean, other.var, other.count)
+
+    def update(self, arr: Any) -> None:
+        """Add a batch of samples: ``arr`` has shape ``(batch, *shape)``.
+
+        Raises:
+            ValueError: the samples do not have this instance's shape.
+        """
+        batch = np.asarray(arr, dtype=np.float64)
+        if batch.shape[1:] != self.mean.shape:
+            raise ValueError(f"arr must have shape (batch, *{self.mean.shape}), got an array of shape {batch.shape}")
+        if batch.shape[0] == 0:
+            return
+        self.update_from_moments(batch.mean(axis=0), batch.var(axis=0), batch.shape[0])
+
+    def update_from_moments(self, batch_mean: Any, batch_var: Any, batch_count: float) -> None:
+        """Merge a batch given by its mean, (population) variance and count (Chan et al.'s pairwise update)."""
+        total = self.count + batch_count
+        delta = np.asarray(batch_mean, dtype=np.float64) - self.mean
+        new_mean = self.mean + delta * (batch_count / total)
+        sum_sq = self.var * self.count + np.asarray(batch_var, dtype=np.float64) * batch_count
+        sum_sq = sum_sq + np.square(delta) * (self.count * batch_count / total)
+        self.mean = new_mean
+        self.var = sum_sq / total
+        self.count = float(total)
+
+
+__all__ = ["RunningMeanStd"]
