@@ -16,6 +16,7 @@ from rlkit_td3.policies import TD3Policy
 from rlkit_td3.policies.td3_policy import expected_state_shapes
 from rlkit_td3.serialization import ModelFileError
 from tests.conftest import make_counter
+from tests.model_fuzz import cases
 
 ACT_LOW, ACT_HIGH = (-2.0, 0.0), (1.0, 5.0)
 OBS = np.random.default_rng(3).normal(scale=3.0, size=(64, 2)).astype(np.float32)
@@ -104,6 +105,7 @@ def test_small_sb3_helpers(model):
     assert policy.training and policy.actor.training
     policy.predict(OBS[0])  # as in SB3, predicting switches to evaluation mode
     assert not policy.training and not policy.critic.training
+    assert torch.equal(policy(tensor, deterministic=True), policy.actor(tensor))  # SB3's forward signature
 
 
 def test_parameters_to_vector_and_back(model):
@@ -200,3 +202,22 @@ def test_save_refuses_user_classes_before_writing(saved):
         policy.save(saved)
     assert saved.read_bytes() == before
     assert [p.name for p in saved.parent.iterdir()] == [saved.name]  # no temporary file left behind
+
+
+def test_fuzzed_policy_files_load_or_raise_model_file_error(saved):
+    """Corrupted variants of a policy file (tests/model_fuzz.py): each loads a working policy or raises
+    ModelFileError, nothing else."""
+    n_cases, outcomes = 400, {"refused": 0, "loaded": 0}
+    path = saved.with_name("fuzz.zip")
+    for kind, data in cases(saved.read_bytes(), n_cases, seed=1):
+        path.write_bytes(data)
+        try:
+            policy = TD3Policy.load(path, device="cpu")
+        except ModelFileError as exc:
+            assert str(exc), kind
+            outcomes["refused"] += 1
+        else:  # a corruption the format tolerates (a learning rate, a timestamp): the policy still acts
+            assert policy.predict(OBS[0])[0].shape == (2,), kind
+            outcomes["loaded"] += 1
+    print(f"policy fuzz: {n_cases} cases, {outcomes}")
+    assert outcomes["refused"] >= 0.8 * n_cases, outcomes

@@ -234,8 +234,9 @@ class TD3Policy(nn.Module):
         return (low + 0.5 * (scaled + 1.0) * (high - low)).astype(self.action_space.dtype)
 
     # ------------------------------------------------------------------ acting
-    def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        """Deterministic action in normalised units."""
+    def forward(self, obs: torch.Tensor, deterministic: bool = False) -> torch.Tensor:
+        """Deterministic action in normalised units (``deterministic`` is accepted for SB3 and ignored: the
+        actor is deterministic)."""
         return self.actor(obs)
 
     @torch.no_grad()
