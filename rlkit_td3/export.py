@@ -16,8 +16,6 @@ file: export again after more training.
   and ``onnxruntime`` to run it).
 """
 
-from __future__ import annotations
-
 import copy
 import os
 from pathlib import Path
@@ -55,6 +53,7 @@ class ExportableActor(nn.Module):
     """
 
     __constants__ = ["normalize"]  # a compile-time constant for TorchScript: the unused branch is dropped
+    action_shape: list[int]  # declared here for TorchScript (this module has no `from __future__ import annotations`)
 
     def __init__(
         self,
@@ -73,7 +72,7 @@ class ExportableActor(nn.Module):
         high = np.asarray(action_high, dtype=np.float32)
         if not (np.all(np.isfinite(low)) and np.all(np.isfinite(high))):
             raise ValueError(f"action bounds must be finite to unscale actions, got low={low}, high={high}")
-        self.action_shape: list[int] = list(low.shape)
+        self.action_shape = [int(d) for d in low.shape]
         self.register_buffer("action_low", torch.as_tensor(low.ravel()))
         self.register_buffer("action_high", torch.as_tensor(high.ravel()))
         self.normalize = obs_mean is not None or obs_var is not None
@@ -83,6 +82,7 @@ class ExportableActor(nn.Module):
         self.register_buffer("obs_mean", torch.as_tensor(mean))
         self.register_buffer("obs_std", torch.as_tensor(std))
         self.clip_obs = float(clip_obs)
+        self.eval()
 
     def forward(self, observation: torch.Tensor) -> torch.Tensor:
         """Env-unit actions for a batch of observations."""
