@@ -7,19 +7,38 @@ copies) and the two optimizers, as in Stable-Baselines3, where a "policy" is the
   maps that to the env's bounds, per dimension, so asymmetric bounds work.
 * The critics are one :class:`CriticEnsemble`: the ``n_critics`` Q-networks are stacked along a leading
   tensor dimension, so every layer of all critics is one batched matmul.
+* A policy is saved and loaded on its own (:meth:`TD3Policy.save` / :meth:`TD3Policy.load`, JSON + tensors,
+  no pickle) and acts through :meth:`TD3Policy.predict`, as in Stable-Baselines3.
 """
 
 from __future__ import annotations
 
 import copy
 import math
+import os
+import platform
+import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 from gymnasium import spaces
 from torch import nn
+
+from rlkit_td3.serialization import (
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    ModelFileError,
+    class_from_name,
+    class_to_name,
+    read_model_zip,
+    space_from_dict,
+    space_to_dict,
+    write_model_zip,
+)
+from rlkit_td3.version import __version__
 
 DEFAULT_NET_ARCH = [400, 300]
 """Hidden sizes of actor and critics: the TD3 paper's 400-300 (Fujimoto et al. 2018, also SB3's default)."""
@@ -215,8 +234,9 @@ class TD3Policy(nn.Module):
         return (low + 0.5 * (scaled + 1.0) * (high - low)).astype(self.action_space.dtype)
 
     # ------------------------------------------------------------------ acting
-    def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        """Deterministic action in normalised units."""
+    def forward(self, obs: torch.Tensor, deterministic: bool = False) -> torch.Tensor:
+        """Deterministic action in normalised units (``deterministic`` is accepted for SB3 and ignored: the
+        actor is deterministic)."""
         return self.actor(obs)
 
     @torch.no_grad()
@@ -235,3 +255,274 @@ class TD3Policy(nn.Module):
             "optimizer_class": self.optimizer_class,
             "optimizer_kwargs": dict(self.optimizer_kwargs),
         }
+
+    # ------------------------------------------------------------------ Stable-Baselines3's BasePolicy API
+    @property
+    def device(self) -> torch.device:
+        """The device of the policy's parameters (CPU for a policy without parameters), as in SB3."""
+        for param in self.parameters():
+            return param.device
+        return torch.device("cpu")
+
+    def set_training_mode(self, mode: bool) -> None:
+        """Put every network in training (``True``) or evaluation (``False``) mode (``nn.Module.train``).
+
+        The MLPs have no dropout or batch norm, so the mode changes no output; it exists for SB3 code and
+        for subclasses that add such layers.
+        """
+        self.train(mode)
+
+    def is_vectorized_observation(self, observation: np.ndarray) -> bool:
+        """Whether ``observation`` is a batch ``(n, *obs_shape)`` rather than one observation ``obs_shape``.
+
+        Raises:
+            ValueError: the shape is neither, naming both the given and the expected shapes.
+        """
+        shape = np.shape(observation)
+        obs_shape = self.observation_space.shape
+        if shape == obs_shape:
+            return False
+        if shape[1:] == obs_shape:
+            return True
+        raise ValueError(f"observation has shape {shape}; expected {obs_shape} or (batch, *{obs_shape})")
+
+    def obs_to_tensor(self, observation: np.ndarray) -> tuple[torch.Tensor, bool]:
+        """``(batch of observations as a float32 tensor on the policy's device, whether it was a batch)``.
+
+        One observation becomes a batch of one, as in SB3.
+
+        Raises:
+            TypeError: ``observation`` is the ``(obs, info)`` tuple returned by ``env.reset()``.
+            ValueError: the observation's shape matches neither one observation nor a batch.
+        """
+        if isinstance(observation, tuple) and len(observation) == 2 and isinstance(observation[1], dict):
+            raise TypeError(
+                "observation is an (obs, info) tuple: pass only the observation, e.g. obs, info = env.reset()"
+            )
+        obs = np.asarray(observation, dtype=np.float32)
+        vectorized = self.is_vectorized_observation(obs)
+        batch = obs.reshape(-1, *self.observation_space.shape)
+        return torch.as_tensor(batch, device=self.action_low.device), vectorized
+
+    def predict(
+        self,
+        observation: np.ndarray,
+        state: Any = None,
+        episode_start: Any = None,
+        deterministic: bool = False,
+    ) -> tuple[np.ndarray, Any]:
+        """Actions in env units for one observation or a batch of them: the actor's output, unscaled.
+
+        A bare policy has no exploration noise (the algorithm owns it), so as in SB3's ``TD3Policy`` the
+        action is the same whatever ``deterministic`` is. ``state`` and ``episode_start`` are for recurrent
+        policies in SB3; ``state`` is returned unchanged.
+
+        Returns:
+            ``(action, state)``: shape ``action_space.shape`` for one observation, else ``(batch, *shape)``.
+
+        Raises:
+            TypeError: ``observation`` is the ``(obs, info)`` tuple returned by ``env.reset()``.
+            ValueError: the observation's shape matches neither one observation nor a batch.
+        """
+        self.set_training_mode(False)
+        obs, vectorized = self.obs_to_tensor(observation)
+        with torch.no_grad():
+            scaled = self.actor(obs).cpu().numpy()
+        actions = self.unscale_action(scaled.reshape(len(scaled), *self.action_space.shape))
+        return (actions if vectorized else actions[0]), state
+
+    def parameters_to_vector(self) -> np.ndarray:
+        """All parameters (actor, actor target, critics, critic targets: ``self.parameters()`` order) as one
+        flat float32 NumPy vector, as SB3's ``parameters_to_vector``."""
+        return torch.nn.utils.parameters_to_vector(self.parameters()).detach().cpu().numpy()
+
+    def load_from_vector(self, vector: np.ndarray) -> None:
+        """Set every parameter from a flat vector in :meth:`parameters_to_vector`'s order (copied in place,
+        so optimizers keep tracking the same tensors).
+
+        Raises:
+            ValueError: ``vector`` is not one-dimensional, not of the policy's size (named in the message),
+                or not finite.
+        """
+        array = np.asarray(vector)
+        params = list(self.parameters())
+        expected = sum(p.numel() for p in params)
+        if array.ndim != 1 or array.size != expected:
+            raise ValueError(
+                f"vector must be a 1-D array of {expected} parameters (parameters_to_vector()'s length), "
+                f"got shape {array.shape}"
+            )
+        if array.dtype.kind not in "fiu" or not np.all(np.isfinite(array)):
+            raise ValueError(f"vector must hold finite numbers, got dtype {array.dtype} with non-finite entries")
+        flat = torch.as_tensor(array, dtype=torch.float32)
+        with torch.no_grad():
+            offset = 0
+            for param in params:
+                n = param.numel()
+                param.copy_(flat[offset : offset + n].view_as(param))
+                offset += n
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Save the policy alone (networks, spaces and constructor arguments, no optimizer state) to one
+        zip file, written atomically: ``metadata.json`` (JSON) and ``policy.pth`` (tensors), no pickle.
+
+        :meth:`load` rebuilds it. The current learning rates are stored as the constructor's
+        ``actor_learning_rate`` / ``critic_learning_rate``.
+
+        Raises:
+            TypeError: a user-defined activation or optimizer class that is not a ``torch.nn`` /
+                ``torch.optim`` class is refused (a policy file never names code to import).
+        """
+        kwargs = self.constructor_kwargs()
+        for key in ("activation_fn", "optimizer_class"):
+            name = class_to_name(kwargs[key])
+            if ":" in name:
+                raise TypeError(
+                    f"{key}={kwargs[key]!r} is not a torch.nn / torch.optim class; policy files name only those"
+                )
+            kwargs[key] = name
+        kwargs["actor_learning_rate"] = float(self.actor_optimizer.param_groups[0]["lr"])
+        kwargs["critic_learning_rate"] = float(self.critic_optimizer.param_groups[0]["lr"])
+        from rlkit_td3.policies import POLICY_ALIASES
+
+        metadata = {
+            "format": FORMAT_NAME,
+            "format_version": FORMAT_VERSION,
+            "library_version": __version__,
+            "algorithm": type(self).__name__,
+            "content": POLICY_CONTENT,
+            "policy": {"class": class_to_name(type(self), POLICY_ALIASES), "kwargs": kwargs},
+            "observation_space": space_to_dict(self.observation_space),
+            "action_space": space_to_dict(self.action_space),
+            "system": {
+                "python": sys.version.split()[0],
+                "platform": platform.platform(),
+                "torch": torch.__version__,
+                "numpy": np.__version__,
+            },
+        }
+        state = {name: tensor.detach().cpu() for name, tensor in self.state_dict().items()}
+        write_model_zip(path, metadata, {"policy": state})
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str], device: torch.device | str = "auto") -> TD3Policy:
+        """Load a policy written by :meth:`save`; its predictions are bitwise those of the saved policy.
+
+        Nothing in the file is trusted: the archive is checked as a model file is, classes are found by
+        name among ``torch.nn`` / ``torch.optim`` and the registered policies (or ``cls`` itself when the
+        file names it), and every tensor's shape is checked against the architecture the file declares
+        before any network is built.
+
+        Args:
+            path: the zip file.
+            device: where to put the networks (``"auto"``: CUDA when available).
+
+        Raises:
+            ModelFileError: (a ``ValueError``) the file is unreadable, is a whole model rather than a policy,
+                names an unknown class, or its tensors do not match its declared architecture.
+        """
+        from rlkit_td3.off_policy import check_action_space, get_device
+
+        metadata, tensors, _, _ = read_model_zip(path)
+        try:
+            if metadata.get("content") != POLICY_CONTENT:
+                raise ModelFileError(
+                    f"it holds a whole {metadata.get('algorithm')} model, not a policy: load it with "
+                    f"{metadata.get('algorithm')}.load(path) and use model.policy"
+                )
+            policy_cls = _policy_class_from_file(cls, metadata["policy"]["class"])
+            kwargs = dict(metadata["policy"]["kwargs"])
+            kwargs["activation_fn"] = class_from_name(kwargs["activation_fn"], what="activation_fn")
+            kwargs["optimizer_class"] = class_from_name(kwargs["optimizer_class"], what="optimizer_class")
+            observation_space = space_from_dict(metadata["observation_space"])
+            action_space = check_action_space(space_from_dict(metadata["action_space"]))
+            state = tensors.get("policy")
+            _check_state_shapes(policy_cls, observation_space, action_space, kwargs, state)
+            policy = policy_cls(observation_space, action_space, **kwargs)
+            policy.load_state_dict(state)
+        except ModelFileError as exc:
+            raise ModelFileError(f"{path}: {exc}") from exc
+        except Exception as exc:  # noqa: BLE001  (whatever the file's content breaks is the file's fault)
+            raise ModelFileError(f"{path}: malformed policy file ({type(exc).__name__}: {exc})") from exc
+        return policy.to(get_device(device))
+
+    def export(self, path: str | os.PathLike[str], format: str = "torchscript", **kwargs: Any) -> Path:
+        """Export the actor, with the action unscaling (and optional observation normalisation) in the
+        graph, to TorchScript or ONNX. See :func:`rlkit_td3.export.export` for the arguments."""
+        from rlkit_td3.export import export
+
+        return export(self, path, format=format, **kwargs)
+
+
+POLICY_CONTENT = "policy"
+"""``metadata["content"]`` of a file written by :meth:`TD3Policy.save` (whole-model files have none)."""
+
+
+def _policy_class_from_file(cls: type[TD3Policy], name: Any) -> type[TD3Policy]:
+    """The policy class a file names: a registered alias, or ``cls`` itself when the file names it."""
+    from rlkit_td3.policies import POLICY_ALIASES
+
+    if isinstance(name, str) and name == class_to_name(cls, POLICY_ALIASES):
+        return cls
+    found = class_from_name(name, POLICY_ALIASES, "policy")
+    if not issubclass(found, cls):
+        raise ModelFileError(f"the file holds a {found.__name__}, which is not a {cls.__name__}")
+    return found
+
+
+def expected_state_shapes(obs_dim: int, action_dim: int, net_arch: Any, n_critics: int) -> dict[str, tuple[int, ...]]:
+    """The name and shape of every tensor in a :class:`TD3Policy`'s ``state_dict``, from its architecture
+    alone (nothing is allocated)."""
+    pi, qf = parse_net_arch(net_arch)
+    shapes: dict[str, tuple[int, ...]] = {}
+    for prefix in ("actor", "actor_target"):
+        sizes = [obs_dim, *pi, action_dim]
+        for i, (fan_in, fan_out) in enumerate(zip(sizes[:-1], sizes[1:])):
+            shapes[f"{prefix}.mu.{2 * i}.weight"] = (fan_out, fan_in)
+            shapes[f"{prefix}.mu.{2 * i}.bias"] = (fan_out,)
+    for prefix in ("critic", "critic_target"):
+        sizes = [obs_dim + action_dim, *qf, 1]
+        for i, (fan_in, fan_out) in enumerate(zip(sizes[:-1], sizes[1:])):
+            shapes[f"{prefix}.weights.{i}"] = (n_critics, fan_in, fan_out)
+            shapes[f"{prefix}.biases.{i}"] = (n_critics, 1, fan_out)
+    return shapes
+
+
+def _check_state_shapes(
+    policy_cls: type[TD3Policy],
+    observation_space: spaces.Space,
+    action_space: spaces.Space,
+    kwargs: dict[str, Any],
+    state: Any,
+) -> None:
+    """Refuse stored tensors that are not exactly those of the declared architecture, before building it.
+
+    Without this a forged ``net_arch`` could make loading allocate huge networks. Registered subclasses may
+    add networks of their own: for them the check covers the :class:`TD3Policy` part, and
+    ``load_state_dict`` (strict) the rest.
+    """
+    if not isinstance(state, dict) or not all(isinstance(t, torch.Tensor) for t in state.values()):
+        raise ModelFileError("the policy entry is not a state dict of tensors")
+    n_critics = kwargs.get("n_critics", 2)
+    if isinstance(n_critics, bool) or not isinstance(n_critics, int) or n_critics < 1:
+        raise ModelFileError(f"n_critics must be a positive int, got {n_critics!r}")
+    if not (isinstance(observation_space, spaces.Box) and isinstance(action_space, spaces.Box)):
+        raise ModelFileError("a TD3Policy file must declare Box observation and action spaces")
+    obs_dim, action_dim = int(np.prod(observation_space.shape)), int(np.prod(action_space.shape))
+    expected = expected_state_shapes(obs_dim, action_dim, kwargs.get("net_arch", DEFAULT_NET_ARCH), n_critics)
+    stored = {name: tuple(tensor.shape) for name, tensor in state.items()}
+    if policy_cls is TD3Policy and set(stored) != set(expected):
+        missing, extra = _few(set(expected) - set(stored)), _few(set(stored) - set(expected))
+        raise ModelFileError(f"the stored tensors do not match the declared networks: missing {missing}, extra {extra}")
+    for name, shape in expected.items():
+        if stored.get(name) != shape:
+            raise ModelFileError(
+                f"tensor {name!r} has shape {stored.get(name)}, the declared networks need {shape} "
+                f"(net_arch={kwargs.get('net_arch')!r}, n_critics={n_critics})"
+            )
+
+
+def _few(names: set[str], limit: int = 6) -> str:
+    """Sorted names for an error message, at most ``limit`` of them and a count of the rest."""
+    shown = sorted(names)[:limit]
+    return str(shown) + (f" and {len(names) - limit} more" if len(names) > limit else "")
