@@ -4,9 +4,12 @@ where the uninterrupted run does (parameters, optimizer states, replay buffer)."
 from __future__ import annotations
 
 import io
+import json
+import os
 import subprocess
 import sys
 import zipfile
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -16,8 +19,29 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
 import rlkit_td3  # noqa: F401  (registers the Bullet ids)
 from rlkit_td3 import TD3
+from rlkit_td3.noise import NormalActionNoise, OrnsteinUhlenbeckActionNoise
+from rlkit_td3.schedules import LinearSchedule
 
 SMALL = dict(batch_size=32, policy_kwargs={"net_arch": [32, 32]}, seed=7)
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class CallCountingSchedule:
+    """A user schedule with state: the learning rate shrinks with every call, whatever the progress."""
+
+    def __init__(self, start: float) -> None:
+        self.start, self.calls = start, 0
+
+    def __call__(self, progress_remaining: float) -> float:
+        self.calls += 1
+        return self.start * 0.99**self.calls
+
+    def get_state(self) -> dict:
+        return {"calls": self.calls}
+
+    def set_state(self, state: dict) -> None:
+        self.calls = int(state["calls"])
+
 
 # env name -> how the child process and the parent make it
 ENVS = {
@@ -26,22 +50,52 @@ ENVS = {
         "SyncVectorEnv([lambda: gym.make('Pendulum-v1') for _ in range(2)], autoreset_mode=AutoresetMode.DISABLED)"
     ),
     "cheetah": "gym.make('HalfCheetahBulletEnv-v0')",
+    # gymnasium's defaults: next-step autoreset, sync or async
+    "pendulum_x2_sync": "gym.make_vec('Pendulum-v1', num_envs=2)",
+    "pendulum_x2_async": "gym.make_vec('Pendulum-v1', num_envs=2, vectorization_mode='async')",
 }
 
+# The child starts at another torch thread count than the parent (1, see conftest.py): the resumed learn()
+# must run at the saved count (checked inside it by a callback) and give the caller's back afterwards.
 CHILD = """
 import sys
+import numpy as np
+import torch
+torch.set_num_threads(2)
 import gymnasium as gym
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 import rlkit_td3
 from rlkit_td3 import TD3
-model = TD3.load(sys.argv[1], env={env})
-model.learn(int(sys.argv[2]), reset_num_timesteps=False)
+from rlkit_td3.noise import NormalActionNoise, OrnsteinUhlenbeckActionNoise
+from rlkit_td3.schedules import LinearSchedule
+from rlkit_td3.schedules import LinearSchedule
+from tests.test_resume import CallCountingSchedule
+threads = set()
+def record_threads(locals_, globals_):
+    threads.add(torch.get_num_threads())
+    return True
+model = TD3.load(sys.argv[1], env={env}{load_kwargs})
+model.learn(int(sys.argv[2]), reset_num_timesteps=False, callback=record_threads)
+assert threads == {{1}}, threads
+assert torch.get_num_threads() == 2
 model.save(sys.argv[3], include_buffer=True)
+model.env.close()
 """
+
+NAMESPACE = {
+    "gym": gym,
+    "SyncVectorEnv": SyncVectorEnv,
+    "AutoresetMode": AutoresetMode,
+    "LinearSchedule": LinearSchedule,
+    "OrnsteinUhlenbeckActionNoise": OrnsteinUhlenbeckActionNoise,
+    "NormalActionNoise": NormalActionNoise,
+    "CallCountingSchedule": CallCountingSchedule,
+    "np": np,
+}
 
 
 def _make(name: str):
-    return eval(ENVS[name], {"gym": gym, "SyncVectorEnv": SyncVectorEnv, "AutoresetMode": AutoresetMode})
+    return eval(ENVS[name], NAMESPACE)
 
 
 def _entries(path) -> dict:
@@ -53,6 +107,7 @@ def _entries(path) -> dict:
         }
         with np.load(io.BytesIO(archive.read("replay_buffer.npz")), allow_pickle=False) as buf:
             out["buffer"] = {k: buf[k] for k in buf.files if k != "meta"}
+        out["metadata"] = json.loads(archive.read("metadata.json"))
     return out
 
 
@@ -73,42 +128,91 @@ def _assert_equal(a, b, where="") -> None:
         assert a == b, where
 
 
-def _run(tmp_path, env_name: str, k: int, n: int, learning_starts: int):
+def _run(tmp_path, env_name: str, k: int, n: int, learning_starts: int, model_kwargs: str = "{}", load_kwargs=""):
+    """The uninterrupted run to ``n`` here, checkpointed at ``k``; the checkpoint resumed in a new process."""
     checkpoint, straight, resumed = tmp_path / "k.zip", tmp_path / "straight.zip", tmp_path / "resumed.zip"
+    at_k = {}
 
     def save_at_k(locals_, globals_):
         model = locals_["self"]
         if model.num_timesteps == k:
             model.save(checkpoint, include_buffer=True)
+            at_k["all_ended"] = bool(model._needs_reset.all())
         return True
 
-    model = TD3("MlpPolicy", _make(env_name), learning_starts=learning_starts, **SMALL)
+    kwargs = {**SMALL, **eval(model_kwargs, NAMESPACE)}
+    model = TD3("MlpPolicy", _make(env_name), learning_starts=learning_starts, **kwargs)
     model.learn(n, callback=save_at_k)
     model.save(straight, include_buffer=True)
+    model.env.close()
     assert checkpoint.exists()
-    child = CHILD.format(env=ENVS[env_name])
-    subprocess.run([sys.executable, "-c", child, str(checkpoint), str(n - k), str(resumed)], check=True)
-    return _entries(straight), _entries(resumed), model
+    child = CHILD.format(env=ENVS[env_name], load_kwargs=load_kwargs)
+    subprocess.run(
+        [sys.executable, "-c", child, str(checkpoint), str(n - k), str(resumed)],
+        check=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])},
+    )
+    return _entries(straight), _entries(resumed), model, at_k
+
+
+def _assert_same_run(straight: dict, resumed: dict) -> None:
+    for key in ("policy", "actor_optimizer", "critic_optimizer", "training_state", "buffer"):
+        _assert_equal(straight[key], resumed[key], key)
+    for key in ("counters", "training_state"):
+        _assert_equal(straight["metadata"][key], resumed["metadata"][key], key)
 
 
 @pytest.mark.parametrize(
     ("env_name", "k", "n", "learning_starts"),
-    [("pendulum", 1000, 1400, 200), ("pendulum_x2", 800, 1200, 200), ("cheetah", 1000, 1200, 500)],
+    [
+        ("pendulum", 1000, 1400, 200),
+        ("pendulum_x2", 800, 1200, 200),
+        ("cheetah", 1000, 1200, 500),
+        # next-step autoreset: the episodes of both envs end at 400 and 802 (the step between only resets)
+        ("pendulum_x2_sync", 802, 1000, 200),
+        ("pendulum_x2_async", 802, 1000, 200),
+    ],
 )
 def test_resume_at_episode_boundary_is_bitwise_exact(tmp_path, env_name, k, n, learning_starts):
-    straight, resumed, model = _run(tmp_path, env_name, k, n, learning_starts)
+    straight, resumed, model, at_k = _run(tmp_path, env_name, k, n, learning_starts)
+    assert at_k["all_ended"]
     assert model.num_timesteps == n and model._n_updates > 0
-    _assert_equal(straight["policy"], resumed["policy"], "policy")
-    _assert_equal(straight["actor_optimizer"], resumed["actor_optimizer"], "actor_optimizer")
-    _assert_equal(straight["critic_optimizer"], resumed["critic_optimizer"], "critic_optimizer")
-    _assert_equal(straight["buffer"], resumed["buffer"], "buffer")
-    assert len(straight["buffer"]["rewards"]) == n
+    _assert_same_run(straight, resumed)
+
+
+STATEFUL = {
+    # the schedules' progress is continued, not restarted at 1 (actor and critic each on their own schedule)
+    "lr_schedule": ("dict(learning_rate=LinearSchedule(3e-3, 1e-5))", ""),
+    "actor_critic_schedules": (
+        "dict(actor_learning_rate=LinearSchedule(2e-3, 1e-4), critic_learning_rate=LinearSchedule(3e-3, 0.0, 0.8))",
+        "",
+    ),
+    # noise mid-way through its decay, and the OU process state
+    "decaying_ou_noise": (
+        "dict(action_noise=OrnsteinUhlenbeckActionNoise(np.zeros(1), 0.5 * np.ones(1), decay=0.998, min_sigma=0.05))",
+        "",
+    ),
+    # a user schedule with state, passed again through custom_objects: load gives it the saved state
+    "stateful_user_schedule": (
+        "dict(learning_rate=CallCountingSchedule(2e-3))",
+        ", custom_objects={'learning_rate': CallCountingSchedule(2e-3)}",
+    ),
+}
+
+
+@pytest.mark.parametrize("config", list(STATEFUL))
+def test_resume_continues_every_stateful_piece(tmp_path, config):
+    model_kwargs, load_kwargs = STATEFUL[config]
+    straight, resumed, model, _ = _run(tmp_path, "pendulum", 400, 600, 100, model_kwargs, load_kwargs)
+    assert model._n_updates > 0
+    _assert_same_run(straight, resumed)
 
 
 def test_resume_mid_episode_restarts_the_episode_in_flight(tmp_path):
     # 1100 is mid-episode on Pendulum (200-step episodes): the resumed run restarts that episode, so it
     # differs from the uninterrupted one, but it runs to the requested total and keeps everything else.
-    straight, resumed, _ = _run(tmp_path, "pendulum", 1100, 1300, 200)
+    straight, resumed, _, _ = _run(tmp_path, "pendulum", 1100, 1300, 200)
     assert len(resumed["buffer"]["rewards"]) == len(straight["buffer"]["rewards"]) == 1300
     np.testing.assert_array_equal(resumed["buffer"]["rewards"][:1100], straight["buffer"]["rewards"][:1100])
     assert not np.array_equal(resumed["buffer"]["observations"][1100], straight["buffer"]["observations"][1100])
