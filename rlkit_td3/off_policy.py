@@ -1171,7 +1171,9 @@ class OffPolicyAlgorithm:
             return
         names = ("learning_rate", "actor_learning_rate", "critic_learning_rate")
         if not isinstance(states, dict) or not set(states) <= set(names):
-            raise ModelFileError(f"training_state: malformed schedule states {states!r}")
+            raise ModelFileError(
+                f"training_state: schedules must be a dict whose keys are among {', '.join(names)}, got {states!r}"
+            )
         schedules = self._schedules()
         for name, spec in states.items():
             schedule = schedules.get(name)

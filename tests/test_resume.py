@@ -229,3 +229,143 @@ def test_checkpoint_callback_files_resume_exactly(tmp_path):
     resumed.learn(400, reset_num_timesteps=False)
     for a, b in zip(straight.policy.parameters(), resumed.policy.parameters()):
         assert torch.equal(a, b)
+
+
+# ---------------------------------------------------------------------------- in-process checks (fast)
+def _pendulum(**kwargs) -> TD3:
+    return TD3("MlpPolicy", gym.make("Pendulum-v1"), learning_starts=50, **{**SMALL, **kwargs})
+
+
+def test_a_call_that_finishes_an_unfinished_one_continues_its_progress():
+    seen = []
+
+    def record(locals_, globals_):
+        seen.append(locals_["self"]._current_progress_remaining)
+        return True
+
+    def stop_at_120(locals_, globals_):
+        record(locals_, globals_)
+        return locals_["self"].num_timesteps < 120
+
+    model = _pendulum(learning_rate=LinearSchedule(3e-3, 0.0)).learn(300, callback=stop_at_120)
+    assert model.num_timesteps == 120 and seen[-1] == 1.0 - 120 / 300
+    # ends where the stopped call would have: its progress goes on from 120/300 instead of restarting at 1
+    model.learn(180, reset_num_timesteps=False, callback=record)
+    assert seen[120] == 1.0 - 121 / 300 and seen[-1] == 0.0
+    assert model.policy.actor_optimizer.param_groups[0]["lr"] == LinearSchedule(3e-3, 0.0)(0.0)
+
+
+def test_a_new_call_after_a_finished_one_starts_its_progress_at_one():
+    model = _pendulum(learning_rate=LinearSchedule(3e-3, 0.0)).learn(100)
+    seen = []
+
+    def record(locals_, globals_):
+        seen.append(locals_["self"]._current_progress_remaining)
+        return True
+
+    model.learn(50, reset_num_timesteps=False, callback=record)
+    assert seen[0] == 1.0 - 1 / 50 and seen[-1] == 0.0
+    # unlike Stable-Baselines3, whose progress would run from 1 - 100/150 here (1 - num_timesteps/total)
+    assert model.num_timesteps == 150
+
+
+def test_learn_trains_at_torch_num_threads_and_gives_the_callers_count_back_even_on_errors():
+    assert torch.get_num_threads() == 1  # conftest.py
+    model = _pendulum()
+    seen = []
+
+    def fail_at_60(locals_, globals_):
+        seen.append(torch.get_num_threads())
+        if locals_["self"].num_timesteps == 60:
+            raise RuntimeError("boom")
+        return True
+
+    model.torch_num_threads = 2
+    with pytest.raises(RuntimeError, match="boom"):
+        model.learn(100, callback=fail_at_60)
+    assert set(seen) == {2} and torch.get_num_threads() == 1
+    model.torch_num_threads = None  # None: the caller's count
+    seen.clear()
+    model.learn(10, reset_num_timesteps=False, callback=fail_at_60)
+    assert set(seen) == {1}
+
+
+def test_a_checkpoint_records_the_training_thread_count_and_load_restores_it(tmp_path):
+    model = _pendulum().learn(60)
+    torch.set_num_threads(2)  # after training: the file still records what training ran at
+    model.save(tmp_path / "m.zip")
+    torch.set_num_threads(1)
+    with zipfile.ZipFile(tmp_path / "m.zip") as archive:
+        state = json.loads(archive.read("metadata.json"))["training_state"]
+    assert state["torch_num_threads"] == 1
+    assert (state["start_timesteps"], state["total_timesteps"]) == (0, 60)
+    loaded = TD3.load(tmp_path / "m.zip", env=gym.make("Pendulum-v1"))
+    assert loaded.torch_num_threads == 1
+    assert (loaded._start_timesteps, loaded._total_timesteps) == (0, 60)
+
+
+def _rewrite_training_state(path, change) -> None:
+    with zipfile.ZipFile(path) as archive:
+        entries = {name: archive.read(name) for name in archive.namelist()}
+    metadata = json.loads(entries["metadata.json"])
+    change(metadata["training_state"])
+    entries["metadata.json"] = json.dumps(metadata).encode()
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in entries.items():
+            archive.writestr(name, data)
+
+
+def test_files_without_the_new_fields_still_load(tmp_path):
+    model = _pendulum(learning_rate=CallCountingSchedule(1e-3)).learn(60)
+    model.save(tmp_path / "old.zip")
+    new_fields = ("start_timesteps", "total_timesteps", "torch_num_threads", "schedules", "needs_reset")
+    _rewrite_training_state(tmp_path / "old.zip", lambda state: [state.pop(key) for key in new_fields])
+    loaded = TD3.load(
+        tmp_path / "old.zip", env=gym.make("Pendulum-v1"), custom_objects={"learning_rate": CallCountingSchedule(1e-3)}
+    )
+    assert loaded.torch_num_threads is None and loaded._total_timesteps == 0
+    loaded.learn(20, reset_num_timesteps=False)
+    assert loaded.num_timesteps == 80
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("torch_num_threads", 0),
+        ("torch_num_threads", "2"),
+        ("torch_num_threads", 10**6),
+        ("start_timesteps", -1),
+        ("start_timesteps", 61),  # after num_timesteps
+        ("total_timesteps", 1.5),
+        ("needs_reset", [True, False]),  # one env
+        ("needs_reset", "yes"),
+        ("schedules", ["calls"]),
+        ("schedules", {"gamma": {}}),
+    ],
+)
+def test_malformed_new_fields_are_refused(tmp_path, key, value):
+    from rlkit_td3.serialization import ModelFileError
+
+    _pendulum().learn(60).save(tmp_path / "m.zip")
+    _rewrite_training_state(tmp_path / "m.zip", lambda state: state.__setitem__(key, value))
+    with pytest.raises(ModelFileError, match=key):
+        TD3.load(tmp_path / "m.zip", env=gym.make("Pendulum-v1"))
+
+
+def test_start_after_total_is_refused(tmp_path):
+    from rlkit_td3.serialization import ModelFileError
+
+    _pendulum().learn(60).save(tmp_path / "m.zip")
+    _rewrite_training_state(tmp_path / "m.zip", lambda state: state.update(start_timesteps=50, total_timesteps=40))
+    with pytest.raises(ModelFileError, match="start_timesteps=50 is after total_timesteps=40"):
+        TD3.load(tmp_path / "m.zip", env=gym.make("Pendulum-v1"))
+
+
+def test_checkpoints_of_same_step_autoreset_vector_envs_are_refused(tmp_path):
+    env = gym.make_vec("Pendulum-v1", num_envs=2, vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP})
+    model = TD3("MlpPolicy", env, learning_starts=10, **SMALL).learn(20)
+    with pytest.raises(ValueError, match="same-step autoreset .*AutoresetMode.SAME_STEP"):
+        model.save(tmp_path / "k.zip", include_buffer=True)
+    assert not (tmp_path / "k.zip").exists()
+    model.save(tmp_path / "model.zip")  # a model file without the buffer is fine
+    assert TD3.load(tmp_path / "model.zip").num_timesteps == 20
