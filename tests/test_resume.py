@@ -53,6 +53,10 @@ ENVS = {
     # gymnasium's defaults: next-step autoreset, sync or async
     "pendulum_x2_sync": "gym.make_vec('Pendulum-v1', num_envs=2)",
     "pendulum_x2_async": "gym.make_vec('Pendulum-v1', num_envs=2, vectorization_mode='async')",
+    "pendulum_x2_async_disabled": (
+        "gym.make_vec('Pendulum-v1', num_envs=2, vectorization_mode='async', "
+        "vector_kwargs={'autoreset_mode': AutoresetMode.DISABLED})"
+    ),
 }
 
 # The child starts at another torch thread count than the parent (1, see conftest.py): the resumed learn()
@@ -172,6 +176,7 @@ def _assert_same_run(straight: dict, resumed: dict) -> None:
         # next-step autoreset: the episodes of both envs end at 400 and 802 (the step between only resets)
         ("pendulum_x2_sync", 802, 1000, 200),
         ("pendulum_x2_async", 802, 1000, 200),
+        ("pendulum_x2_async_disabled", 800, 1000, 200),
     ],
 )
 def test_resume_at_episode_boundary_is_bitwise_exact(tmp_path, env_name, k, n, learning_starts):
@@ -369,3 +374,9 @@ def test_checkpoints_of_same_step_autoreset_vector_envs_are_refused(tmp_path):
     assert not (tmp_path / "k.zip").exists()
     model.save(tmp_path / "model.zip")  # a model file without the buffer is fine
     assert TD3.load(tmp_path / "model.zip").num_timesteps == 20
+    from rlkit_td3.callbacks import CheckpointCallback
+
+    with pytest.raises(ValueError, match=r"CheckpointCallback\(save_replay_buffer=True\) refused: .*SAME_STEP"):
+        model.learn(20, callback=CheckpointCallback(10, tmp_path / "ckpt", save_replay_buffer=True))
+    model.learn(20, callback=CheckpointCallback(10, tmp_path / "ckpt"))  # without the buffer: allowed
+    assert (tmp_path / "ckpt" / "rl_model_20_steps.zip").exists()
