@@ -1153,16 +1153,16 @@ class OffPolicyAlgorithm:
             self.action_noise.set_state(state["action_noise"])
         self._restore_schedule_states(state.get("schedules"))
         self._smoothing_rng.set_state(tensors["smoothing_rng"])
+        needs_reset = state.get("needs_reset")
+        if needs_reset is not None and (
+            not isinstance(needs_reset, list)
+            or len(needs_reset) != self.n_envs
+            or not all(isinstance(x, bool) for x in needs_reset)
+        ):
+            raise ModelFileError(
+                f"training_state: needs_reset must be a list of {self.n_envs} booleans, got {needs_reset!r}"
+            )
         if self.env is not None:
-            needs_reset = state.get("needs_reset")
-            if needs_reset is not None and (
-                not isinstance(needs_reset, list)
-                or len(needs_reset) != self.n_envs
-                or not all(isinstance(x, bool) for x in needs_reset)
-            ):
-                raise ModelFileError(
-                    f"training_state: needs_reset must be a list of {self.n_envs} booleans, got {needs_reset!r}"
-                )
             self._restart_envs(state.get("env_rngs"), tensors.get("last_obs"), needs_reset)
 
     def _restore_schedule_states(self, states: Any) -> None:
