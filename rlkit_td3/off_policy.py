@@ -8,6 +8,7 @@ Algorithm 1) step by step.
 
 from __future__ import annotations
 
+import importlib.metadata
 import io
 import os
 import platform
@@ -110,6 +111,16 @@ def _file_int(state: dict[str, Any], key: str, minimum: int, maximum: int | None
         allowed = f"an int >= {minimum}" + ("" if maximum is None else f" and <= {maximum}")
         raise ModelFileError(f"training_state: {key} must be {allowed}, got {value!r}")
     return value
+
+
+def _imported_version(module: str) -> str | None:
+    """The installed version of ``module``'s package if the process imported it, else ``None``."""
+    if module not in sys.modules:
+        return None
+    try:
+        return importlib.metadata.version(module)
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 def _check_policy_size(
@@ -1057,6 +1068,9 @@ class OffPolicyAlgorithm:
                 "torch": torch.__version__,
                 "numpy": np.__version__,
                 "gymnasium": gym.__version__,
+                # what else exact resume needs to match: the simulators' versions and torch's CPU kernels
+                **{name: _imported_version(name) for name in ("pybullet", "mujoco")},
+                "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
             },
         }
         metadata["training_state"] = self._training_state()

@@ -3,6 +3,7 @@ where the uninterrupted run does (parameters, optimizer states, replay buffer)."
 
 from __future__ import annotations
 
+import importlib.metadata
 import io
 import json
 import os
@@ -296,13 +297,18 @@ def test_learn_trains_at_torch_num_threads_and_gives_the_callers_count_back_even
 
 
 def test_a_checkpoint_records_the_training_thread_count_and_load_restores_it(tmp_path):
+    import pybullet  # noqa: F401  (the file records the simulators' versions when they are imported)
+
     model = _pendulum().learn(60)
     torch.set_num_threads(2)  # after training: the file still records what training ran at
     model.save(tmp_path / "m.zip")
     torch.set_num_threads(1)
     with zipfile.ZipFile(tmp_path / "m.zip") as archive:
-        state = json.loads(archive.read("metadata.json"))["training_state"]
+        metadata = json.loads(archive.read("metadata.json"))
+    state = metadata["training_state"]
     assert state["torch_num_threads"] == 1
+    assert metadata["system"]["torch_cpu_capability"] == torch.backends.cpu.get_cpu_capability()
+    assert metadata["system"]["pybullet"] == importlib.metadata.version("pybullet")
     assert (state["start_timesteps"], state["total_timesteps"]) == (0, 60)
     loaded = TD3.load(tmp_path / "m.zip", env=gym.make("Pendulum-v1"))
     assert loaded.torch_num_threads == 1
