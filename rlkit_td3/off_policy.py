@@ -850,7 +850,8 @@ class OffPolicyAlgorithm:
             if self._n_actor_losses:
                 log.record("train/actor_loss", actor_sum / self._n_actor_losses)
         log.record("train/n_updates", self._n_updates, exclude="tensorboard")
-        log.record("train/learning_rate", self._actor_schedule(self._current_progress_remaining))
+        # the rate in use, read back: a schedule with state then sees the same calls whatever is logged
+        log.record("train/learning_rate", self.policy.actor_optimizer.param_groups[0]["lr"])
         self._reset_loss_stats()
         log.dump(self.num_timesteps)
 

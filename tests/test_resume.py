@@ -275,6 +275,14 @@ def test_a_new_call_after_a_finished_one_starts_its_progress_at_one():
     assert model.num_timesteps == 150
 
 
+def test_logging_does_not_call_the_schedules():
+    # a schedule with state must see the same calls whether the run logs or not, or a resumed run with other
+    # log settings would diverge
+    quiet = _pendulum(learning_rate=CallCountingSchedule(1e-3)).learn(220)
+    logged = _pendulum(learning_rate=CallCountingSchedule(1e-3), verbose=1).learn(220, log_interval=1)
+    assert logged.learning_rate.calls == quiet.learning_rate.calls > 0
+
+
 def test_learn_trains_at_torch_num_threads_and_gives_the_callers_count_back_even_on_errors():
     assert torch.get_num_threads() == 1  # conftest.py
     model = _pendulum()
