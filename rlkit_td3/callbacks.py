@@ -424,7 +424,9 @@ class CheckpointCallback(BaseCallback):
         save_freq: the period, in env timesteps.
         save_path: the folder (created if missing).
         name_prefix: the start of the file names.
-        save_replay_buffer: also save the replay buffer.
+        save_replay_buffer: also save the replay buffer, which makes each pair of files a checkpoint that
+            resumes exactly. Refused (``ValueError`` at the start of ``learn``) where no checkpoint can: on a
+            vector env with same-step autoreset, as ``model.save(path, include_buffer=True)`` refuses.
         verbose: 2 prints each saved path.
     """
 
@@ -444,6 +446,10 @@ class CheckpointCallback(BaseCallback):
         self.save_replay_buffer = save_replay_buffer
 
     def _init_callback(self) -> None:
+        assert self.model is not None
+        problem = self.model._exact_resume_problem() if self.save_replay_buffer else None
+        if problem is not None:
+            raise ValueError(f"CheckpointCallback(save_replay_buffer=True) refused: {problem}")
         self.save_path.mkdir(parents=True, exist_ok=True)
 
     def _on_training_start(self) -> None:

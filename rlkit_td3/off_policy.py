@@ -8,6 +8,7 @@ Algorithm 1) step by step.
 
 from __future__ import annotations
 
+import importlib.metadata
 import io
 import os
 import platform
@@ -20,7 +21,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 from gymnasium import spaces
-from gymnasium.vector import AutoresetMode, SyncVectorEnv, VectorEnv, VectorWrapper
+from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv, VectorEnv, VectorWrapper
 from gymnasium.wrappers.vector import RecordEpisodeStatistics
 
 from rlkit_td3.buffers import BUFFER_REGISTRY, ReplayBuffer, ReplayBufferSamples
@@ -30,7 +31,14 @@ from rlkit_td3.monitor import Monitor, is_monitored
 from rlkit_td3.noise import ActionNoise, NormalActionNoise, VectorizedActionNoise, noise_from_dict
 from rlkit_td3.optim import optimizer_step, zero_grad
 from rlkit_td3.policies import POLICY_ALIASES, TD3Policy, get_policy_class
-from rlkit_td3.schedules import Schedule, ScheduleLike, as_schedule, schedule_from_dict, schedule_to_dict
+from rlkit_td3.schedules import (
+    Schedule,
+    ScheduleLike,
+    StatefulSchedule,
+    as_schedule,
+    schedule_from_dict,
+    schedule_to_dict,
+)
 from rlkit_td3.serialization import (
     BUFFER_ENTRY,
     FORMAT_NAME,
@@ -84,6 +92,35 @@ class NonFiniteError(FloatingPointError):
 
 MAX_N_ENVS = 65_536
 """Largest ``n_envs`` a model file may declare."""
+
+MAX_TORCH_THREADS = 4096
+"""Largest torch intra-op thread count a model file may record."""
+
+
+def _file_int(state: dict[str, Any], key: str, minimum: int, maximum: int | None) -> int | None:
+    """An optional int field of a file's training state: ``None`` when absent, else checked."""
+    value = state.get(key)
+    if value is None:
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or value < minimum
+        or (maximum is not None and value > maximum)
+    ):
+        allowed = f"an int >= {minimum}" + ("" if maximum is None else f" and <= {maximum}")
+        raise ModelFileError(f"training_state: {key} must be {allowed}, got {value!r}")
+    return value
+
+
+def _imported_version(module: str) -> str | None:
+    """The installed version of ``module``'s package if the process imported it, else ``None``."""
+    if module not in sys.modules:
+        return None
+    try:
+        return importlib.metadata.version(module)
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 def _check_policy_size(
@@ -296,6 +333,9 @@ class OffPolicyAlgorithm:
         verbose: 0 silent, 1 prints a training table every ``log_interval`` episodes.
         seed: seeds torch, the buffer's sampler, the noise, the warm-up actions and the env's first reset.
         device: ``"auto"``, ``"cpu"``, ``"cuda"``, ...
+    Attributes:
+        torch_num_threads: the torch intra-op thread count ``learn`` trains at; ``None`` (the default) leaves the
+            caller's setting. :meth:`load` sets it to the count the saved run trained at, which exact resume needs.
     """
 
     policy_aliases: ClassVar[dict[str, type[TD3Policy]]] = POLICY_ALIASES
@@ -387,8 +427,12 @@ class OffPolicyAlgorithm:
         self.num_timesteps = 0
         self._n_updates = 0
         self._episode_num = 0
+        self._start_timesteps = 0
         self._total_timesteps = 0
         self._current_progress_remaining = 1.0
+        self.torch_num_threads: int | None = None
+        self._learn_num_threads: int | None = None
+        self._pending_reset_step = False
         self._last_obs: np.ndarray | None = None
         self._rollout: dict[str, int] | None = None
         self._env_seeded = False
@@ -558,9 +602,15 @@ class OffPolicyAlgorithm:
             log_interval: write the logger (stdout table, TensorBoard, ...) every this many episodes; ``None``
                 never (as in SB3: log by timesteps with :class:`~rlkit_td3.callbacks.LogEveryNTimesteps`).
             tb_log_name: name of the TensorBoard run folder (default: the class name, e.g. ``TD3``).
-            reset_num_timesteps: False continues the counters (and the schedules' progress) of a previous
-                ``learn`` call or of a loaded model.
+            reset_num_timesteps: False continues the counters of a previous ``learn`` call or of a loaded
+                model. The schedules' progress runs from 1 to 0 over each call, except that a call ending where
+                an unfinished call would have ended (``learn(remaining, reset_num_timesteps=False)`` after a
+                checkpoint, a crash or a callback stop) continues that call's progress.
             progress_bar: show a progress bar (needs the ``progress`` extra: tqdm and rich).
+
+        A model loaded from a file trains at the torch intra-op thread count the file records
+        (``torch_num_threads``; set that attribute to ``None`` to keep yours): ``learn`` sets it at the start and
+        puts the caller's setting back at the end, even on exceptions.
         """
         total_timesteps = _check_int("total_timesteps", total_timesteps, 1)
         if log_interval is not None:
@@ -581,25 +631,37 @@ class OffPolicyAlgorithm:
             if stats is not None:
                 for queue in (stats.return_queue, stats.length_queue, stats.time_queue):
                     queue.clear()
-        self._start_timesteps = self.num_timesteps
-        self._total_timesteps = self.num_timesteps + total_timesteps
+        end = self.num_timesteps + total_timesteps
+        # Progress runs from _start_timesteps to _total_timesteps. A call that finishes an unfinished one (same
+        # end) keeps its start, so that a resumed checkpoint continues the schedules where they stood.
+        if reset_num_timesteps or not self._start_timesteps <= self.num_timesteps < self._total_timesteps == end:
+            self._start_timesteps = self.num_timesteps
+        self._total_timesteps = end
+        self._learn_start_timesteps = self.num_timesteps
         self._start_time = time.perf_counter()
         if self._last_obs is None:
             self._reset_env()
         self._setup_logger(tb_log_name, reset_num_timesteps)
-        callback.init_callback(self)
-        callback.on_training_start(locals(), globals())
+        caller_threads = torch.get_num_threads()
+        if self.torch_num_threads is not None:
+            torch.set_num_threads(_check_int("torch_num_threads", self.torch_num_threads, 1))
+        self._learn_num_threads = torch.get_num_threads()
+        try:
+            callback.init_callback(self)
+            callback.on_training_start(locals(), globals())
 
-        while self.num_timesteps < self._total_timesteps:
-            continue_training, collected = self.collect_rollouts(callback, log_interval)
-            if not continue_training:
-                break
-            if self.num_timesteps > self.learning_starts and self.replay_buffer.size() > 0:
-                gradient_steps = self.gradient_steps if self.gradient_steps > 0 else collected
-                if gradient_steps > 0:
-                    self.train(gradient_steps, self.batch_size)
+            while self.num_timesteps < self._total_timesteps:
+                continue_training, collected = self.collect_rollouts(callback, log_interval)
+                if not continue_training:
+                    break
+                if self.num_timesteps > self.learning_starts and self.replay_buffer.size() > 0:
+                    gradient_steps = self.gradient_steps if self.gradient_steps > 0 else collected
+                    if gradient_steps > 0:
+                        self.train(gradient_steps, self.batch_size)
 
-        callback.on_training_end()
+            callback.on_training_end()
+        finally:
+            torch.set_num_threads(caller_threads)
         return self
 
     def _reset_env(self) -> None:
@@ -609,6 +671,7 @@ class OffPolicyAlgorithm:
         obs, _ = self.env.reset(seed=seed)
         self._last_obs = obs
         self._needs_reset = np.zeros(self.n_envs, dtype=bool)
+        self._pending_reset_step = False
         if self.action_noise is not None:
             self.action_noise.reset()
 
@@ -634,7 +697,7 @@ class OffPolicyAlgorithm:
             obs = self._last_obs
             actions = self._sample_action(obs)
             env_actions = self.policy.unscale_action(actions.reshape(self.n_envs, *self.action_space.shape))
-            new_obs, rewards, terminated, truncated, infos = self.env.step(env_actions)
+            new_obs, rewards, terminated, truncated, infos = self._step_envs(env_actions)
             dones = terminated | truncated
             self.num_timesteps += self.n_envs
             if not (np.isfinite(rewards).all() and np.isfinite(new_obs).all()):
@@ -655,6 +718,17 @@ class OffPolicyAlgorithm:
         self._rollout = None
         callback.on_rollout_end()
         return True, rollout["collected"]
+
+    def _step_envs(self, env_actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:
+        """``env.step``, except on the first step of a run resumed where every env's episode had just ended
+        under next-step autoreset: there the saved run's step only reset the envs (inside gymnasium, which
+        stores nothing of that step), and this one does the same reset, from the restored generators."""
+        if not self._pending_reset_step:
+            return self.env.step(env_actions)
+        self._pending_reset_step = False
+        obs, infos = self.env.reset()
+        done = np.zeros(self.n_envs, dtype=bool)
+        return obs, np.zeros(self.n_envs), done, done.copy(), infos
 
     def _raise_non_finite(self, new_obs: np.ndarray, rewards: np.ndarray) -> None:
         """Name the env, the step and the values: NaNs would otherwise spread silently into the networks."""
@@ -770,7 +844,7 @@ class OffPolicyAlgorithm:
             log.record("rollout/ep_rew_mean", float(np.mean(stats.return_queue)))
             log.record("rollout/ep_len_mean", float(np.mean(stats.length_queue)))
         log.record("time/episodes", self._episode_num, exclude="tensorboard")
-        log.record("time/fps", int((self.num_timesteps - self._start_timesteps) / elapsed))
+        log.record("time/fps", int((self.num_timesteps - self._learn_start_timesteps) / elapsed))
         log.record("time/time_elapsed", int(elapsed), exclude="tensorboard")
         log.record("time/total_timesteps", self.num_timesteps, exclude="tensorboard")
         if self._n_critic_losses or self._n_actor_losses:
@@ -780,7 +854,8 @@ class OffPolicyAlgorithm:
             if self._n_actor_losses:
                 log.record("train/actor_loss", actor_sum / self._n_actor_losses)
         log.record("train/n_updates", self._n_updates, exclude="tensorboard")
-        log.record("train/learning_rate", self._actor_schedule(self._current_progress_remaining))
+        # the rate in use, read back: a schedule with state then sees the same calls whatever is logged
+        log.record("train/learning_rate", self.policy.actor_optimizer.param_groups[0]["lr"])
         self._reset_loss_stats()
         log.dump(self.num_timesteps)
 
@@ -923,7 +998,15 @@ class OffPolicyAlgorithm:
         Args:
             path: the zip file to write (replaced atomically if it exists).
             include_buffer: also store the filled part of the replay buffer.
+
+        Raises:
+            ValueError: ``include_buffer=True`` while training on a vector env with same-step autoreset, whose
+                runs no checkpoint can resume exactly (see the "What exact resume covers" docs section).
         """
+        if include_buffer:
+            problem = self._exact_resume_problem()
+            if problem is not None:
+                raise ValueError(f"save(include_buffer=True) refused: {problem}")
         pickled: dict[str, Any] = {}
         policy_kwargs = self.policy.constructor_kwargs()
         policy_json = {
@@ -990,6 +1073,9 @@ class OffPolicyAlgorithm:
                 "torch": torch.__version__,
                 "numpy": np.__version__,
                 "gymnasium": gym.__version__,
+                # what else exact resume needs to match: the simulators' versions and torch's CPU kernels
+                **{name: _imported_version(name) for name in ("pybullet", "mujoco")},
+                "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
             },
         }
         metadata["training_state"] = self._training_state()
@@ -1004,23 +1090,59 @@ class OffPolicyAlgorithm:
         blobs = {BUFFER_ENTRY: self.replay_buffer.to_bytes()} if include_buffer else {}
         write_model_zip(path, metadata, tensors, pickled, blobs)
 
+    def _exact_resume_problem(self) -> str | None:
+        """Why no checkpoint of this model's run could resume exactly, or ``None`` when one can."""
+        if self.env is not None and self._autoreset_mode == AutoresetMode.SAME_STEP:
+            return (
+                "the env is a vector env with same-step autoreset (AutoresetMode.SAME_STEP), which resets an ended "
+                "env inside step(): the env generator's state before that reset, which a resumed run would need, "
+                "is gone. Make the vector env with gymnasium's default next-step autoreset or with "
+                "autoreset_mode=AutoresetMode.DISABLED, or save without include_buffer"
+            )
+        return None
+
     def _training_state(self) -> dict[str, Any]:
         """What determines the future of the run, besides the networks, optimizers and buffer (JSON)."""
+        needs_reset = getattr(self, "_needs_reset", None)
         return {
             "rollout": None if self._rollout is None else dict(self._rollout),
             "progress_remaining": self._current_progress_remaining,
+            "start_timesteps": self._start_timesteps,
+            "total_timesteps": self._total_timesteps,
             "env_seeded": self._env_seeded,
             "episode_infos": [[info["r"], info["l"]] for info in self.ep_info_buffer],
             "warmup_rng": rng_state_to_json(self._warmup_rng),
             "action_noise": None if self.action_noise is None else self.action_noise.get_state(),
+            "schedules": {
+                name: schedule.get_state()
+                for name, schedule in self._schedules().items()
+                if isinstance(schedule, StatefulSchedule)
+            },
             "env_rngs": self._env_rng_states(),
+            "needs_reset": None if needs_reset is None else [bool(x) for x in needs_reset],
+            "torch_num_threads": self._learn_num_threads or self.torch_num_threads or torch.get_num_threads(),
         }
 
+    def _schedules(self) -> dict[str, Schedule]:
+        """The learning-rate schedules the model holds, by constructor argument name."""
+        named = {
+            "learning_rate": self.learning_rate,
+            "actor_learning_rate": self.actor_learning_rate,
+            "critic_learning_rate": self.critic_learning_rate,
+        }
+        return {name: schedule for name, schedule in named.items() if schedule is not None}
+
     def _env_generators(self) -> list[Any] | None:
-        """Each sub-env's own generator (``env.unwrapped.np_random``), where the vector env lets us reach it."""
+        """Each sub-env's own generator (``env.unwrapped.np_random``), where the vector env lets us reach it.
+
+        For a ``SyncVectorEnv`` these are the generators themselves; for an ``AsyncVectorEnv``, copies
+        received from the worker processes (see :meth:`_restart_envs` for how those are set).
+        """
         base = None if self.env is None else self.env.unwrapped
         if isinstance(base, SyncVectorEnv):
             return [sub.unwrapped.np_random for sub in base.envs]
+        if isinstance(base, AsyncVectorEnv):
+            return list(base.get_attr("np_random"))
         return None
 
     def _env_rng_states(self) -> list[dict[str, Any]] | None:
@@ -1030,26 +1152,70 @@ class OffPolicyAlgorithm:
         return [rng_state_to_json(rng) for rng in generators]
 
     def _restore_training_state(self, state: dict[str, Any], tensors: dict[str, Any]) -> None:
-        """Inverse of :meth:`_training_state` (plus the tensors), applied by :meth:`load`."""
+        """Inverse of :meth:`_training_state` (plus the tensors), applied by :meth:`load`.
+
+        Fields added after the first file format are optional: files without them load as before.
+        """
         self._rollout = None if state["rollout"] is None else {k: int(v) for k, v in state["rollout"].items()}
         self._current_progress_remaining = float(state["progress_remaining"])
+        start = _file_int(state, "start_timesteps", 0, self.num_timesteps)
+        total = _file_int(state, "total_timesteps", 0, None)
+        if start is not None and total is not None:
+            if start > total:
+                raise ModelFileError(f"training_state: start_timesteps={start} is after total_timesteps={total}")
+            self._start_timesteps, self._total_timesteps = start, total
+        self.torch_num_threads = _file_int(state, "torch_num_threads", 1, MAX_TORCH_THREADS)
         self._env_seeded = bool(state["env_seeded"])
         self._saved_episode_infos = [(float(r), int(n)) for r, n in state["episode_infos"]]
         set_rng_state(self._warmup_rng, state["warmup_rng"])
         if self.action_noise is not None and state["action_noise"] is not None:
             self.action_noise.set_state(state["action_noise"])
+        self._restore_schedule_states(state.get("schedules"))
         self._smoothing_rng.set_state(tensors["smoothing_rng"])
+        needs_reset = state.get("needs_reset")
+        if needs_reset is not None and (
+            not isinstance(needs_reset, list)
+            or len(needs_reset) != self.n_envs
+            or not all(isinstance(x, bool) for x in needs_reset)
+        ):
+            raise ModelFileError(
+                f"training_state: needs_reset must be a list of {self.n_envs} booleans, got {needs_reset!r}"
+            )
         if self.env is not None:
-            self._restart_envs(state.get("env_rngs"), tensors.get("last_obs"))
+            self._restart_envs(state.get("env_rngs"), tensors.get("last_obs"), needs_reset)
 
-    def _restart_envs(self, env_rngs: list[dict[str, Any]] | None, last_obs: torch.Tensor | None) -> None:
+    def _restore_schedule_states(self, states: Any) -> None:
+        """Give each schedule with ``set_state`` the state saved with it (schedules without it keep none)."""
+        if states is None:
+            return
+        names = ("learning_rate", "actor_learning_rate", "critic_learning_rate")
+        if not isinstance(states, dict) or not set(states) <= set(names):
+            raise ModelFileError(
+                f"training_state: schedules must be a dict whose keys are among {', '.join(names)}, got {states!r}"
+            )
+        schedules = self._schedules()
+        for name, spec in states.items():
+            schedule = schedules.get(name)
+            if isinstance(schedule, StatefulSchedule):  # a replacement given through custom_objects may be stateless
+                schedule.set_state(spec)
+
+    def _restart_envs(
+        self,
+        env_rngs: list[dict[str, Any]] | None,
+        last_obs: torch.Tensor | None,
+        needs_reset: list[bool] | None = None,
+    ) -> None:
         """Bring a freshly made env to where the saved run's envs stood.
 
         Each env is reset once (a fresh env's first reset can differ from later ones, as in the PyBullet
-        envs), then its generator is set to the saved state. With autoreset disabled (single envs, which the
-        model wraps so) every env is then marked for reset before the next step, which is exactly what the
-        saved run would do next when the checkpoint fell on an episode boundary; mid-episode, the episode in
-        flight restarts. Other vector envs are reset at the start of the next ``learn``.
+        envs), then its generator is set to the saved state. What follows depends on the autoreset mode:
+
+        - disabled (single envs, which the model wraps so): every env is marked for reset before the next
+          step, which is exactly what the saved run would do next when the checkpoint fell on an episode
+          boundary; mid-episode, the episode in flight restarts;
+        - next-step (gymnasium's default), when every env's episode had just ended: the next step resets
+          the envs and stores nothing, as the saved run's next step did (see :meth:`_step_envs`);
+        - otherwise the envs are reset at the start of the next ``learn`` (the episodes in flight restart).
         """
         generators = self._env_generators()
         self._env_seeded = True
@@ -1057,6 +1223,8 @@ class OffPolicyAlgorithm:
         if env_rngs is not None and generators is not None and len(env_rngs) == len(generators):
             for rng, spec in zip(generators, env_rngs):
                 set_rng_state(rng, spec)
+            if isinstance(self.env.unwrapped, AsyncVectorEnv):  # the generators are copies: send them back
+                self.env.unwrapped.set_attr("np_random", generators)
         stats = episode_statistics(self.env)
         if stats is not None:  # the recent episodes, for rollout/ep_rew_mean
             for r, n in self._saved_episode_infos:
@@ -1065,6 +1233,15 @@ class OffPolicyAlgorithm:
         if self._autoreset_mode == AutoresetMode.DISABLED:
             self._last_obs = obs if last_obs is None else last_obs.numpy()
             self._needs_reset = np.ones(self.n_envs, dtype=bool)
+        elif (
+            self._autoreset_mode == AutoresetMode.NEXT_STEP
+            and needs_reset is not None
+            and all(needs_reset)
+            and last_obs is not None
+        ):
+            self._last_obs = last_obs.numpy()
+            self._needs_reset = np.ones(self.n_envs, dtype=bool)
+            self._pending_reset_step = True
         else:
             self._last_obs = None
 

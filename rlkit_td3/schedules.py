@@ -1,21 +1,45 @@
 """Learning-rate schedules.
 
 A schedule maps the *remaining progress* of a ``learn()`` call (1 at the start, 0 at the end,
-as in Stable-Baselines3) to a value. A plain float is a constant schedule. The two classes here
-can be described in JSON, so a saved model stores them declaratively; any other callable works
-while training but is only saved through the pickle fallback (see :mod:`rlkit_td3.serialization`).
+as in Stable-Baselines3) to a value; a call that finishes an unfinished one, such as a run resumed from a
+checkpoint, continues its progress (see ``OffPolicyAlgorithm.learn``). A plain float is a constant schedule.
+The two classes here can be described in JSON, so a saved model stores them declaratively; any other callable
+works while training but is only saved through the pickle fallback (see :mod:`rlkit_td3.serialization`).
+
+A schedule may keep state of its own (a count of calls, a plateau detector): give it ``get_state()``,
+returning JSON-serialisable data, and ``set_state(state)`` (see :class:`StatefulSchedule`). Every model file
+then stores that state, and ``load`` gives it back to the schedule, also to one passed through
+``custom_objects``, so that a resumed run continues it exactly.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 Schedule = Callable[[float], float]
 """A function of the remaining progress (1 → 0) returning a value."""
 
 ScheduleLike = float | Schedule
+
+
+@runtime_checkable
+class StatefulSchedule(Protocol):
+    """A schedule with state of its own, which model files save and ``load`` restores.
+
+    ``get_state`` must return JSON-serialisable data (dicts, lists, numbers, strings); ``set_state`` receives
+    it back. The built-in schedules are stateless and need neither.
+    """
+
+    def __call__(self, progress_remaining: float) -> float:
+        """The value at this remaining progress."""
+
+    def get_state(self) -> Any:
+        """The schedule's changing state, as JSON-serialisable data."""
+
+    def set_state(self, state: Any) -> None:
+        """Restore what :meth:`get_state` returned."""
 
 
 @dataclass(frozen=True)
