@@ -207,6 +207,20 @@ class _BulletEnvMixin:
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
         return super().step(np.asarray(action, dtype=np.float64))  # type: ignore[misc]
 
+    @property
+    def np_random(self) -> np.random.Generator:
+        """The env's generator, which the robot shares (it draws the initial joint positions from it)."""
+        return gymnasium.Env.np_random.fget(self)  # type: ignore[attr-defined]
+
+    @np_random.setter
+    def np_random(self, value: np.random.Generator) -> None:
+        # The port hands its generator to the robot only in seed(); a generator set from outside (an async
+        # vector env's set_attr, as exact resume does) must reach the robot too, or its resets would not follow.
+        gymnasium.Env.np_random.fset(self, value)  # type: ignore[attr-defined]
+        robot = self.__dict__.get("robot")
+        if robot is not None:
+            robot.np_random = value
+
 
 @functools.cache
 def _env_class(name: str) -> type:

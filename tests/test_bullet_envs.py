@@ -230,3 +230,19 @@ def test_td3_accepts_a_bullet_id():
     model = rlkit_td3.TD3("MlpPolicy", "InvertedPendulumBulletEnv-v0", learning_starts=10, seed=0)
     model.learn(20)
     assert model.observation_space.shape == (5,)
+
+
+def test_a_generator_set_from_outside_drives_the_robots_resets():
+    # An async vector env restores a sub-env's generator with set_attr("np_random", ...), which replaces the
+    # object: the robot (which draws the initial joint positions) must follow, or resets would differ.
+    def reset_with(rng_seed: int) -> np.ndarray:
+        env = gymnasium.make("HopperBulletEnv-v0")
+        env.reset(seed=0)
+        env.unwrapped.np_random = np.random.default_rng(rng_seed)
+        assert env.unwrapped.robot.np_random is env.unwrapped.np_random
+        obs, _ = env.reset()
+        env.close()
+        return obs
+
+    assert np.array_equal(reset_with(5), reset_with(5))
+    assert not np.array_equal(reset_with(5), reset_with(6))
