@@ -58,6 +58,10 @@ ENVS = {
         "gym.make_vec('Pendulum-v1', num_envs=2, vectorization_mode='async', "
         "vector_kwargs={'autoreset_mode': AutoresetMode.DISABLED})"
     ),
+    # a Bullet robot draws its resets from the env's generator, which set_attr replaces in the workers
+    "cheetah_x2_async": (
+        "gym.vector.AsyncVectorEnv([lambda: gym.make('HalfCheetahBulletEnv-v0', max_episode_steps=100)] * 2)"
+    ),
 }
 
 # The child starts at another torch thread count than the parent (1, see conftest.py): the resumed learn()
@@ -178,6 +182,7 @@ def _assert_same_run(straight: dict, resumed: dict) -> None:
         ("pendulum_x2_sync", 802, 1000, 200),
         ("pendulum_x2_async", 802, 1000, 200),
         ("pendulum_x2_async_disabled", 800, 1000, 200),
+        ("cheetah_x2_async", 402, 500, 100),
     ],
 )
 def test_resume_at_episode_boundary_is_bitwise_exact(tmp_path, env_name, k, n, learning_starts):
