@@ -1,0 +1,44 @@
+"""SB3's import paths for TD3/DDPG users exist here with the package name changed (the import rule)."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+# (SB3 module with "stable_baselines3" replaced by "rlkit_td3" and ".common" dropped, names imported from it)
+SB3_IMPORTS = [
+    ("rlkit_td3", ["TD3", "DDPG"]),
+    ("rlkit_td3.td3", ["TD3", "MlpPolicy"]),
+    ("rlkit_td3.td3.policies", ["MlpPolicy", "TD3Policy", "Actor"]),
+    ("rlkit_td3.ddpg", ["DDPG", "MlpPolicy"]),
+    ("rlkit_td3.ddpg.policies", ["MlpPolicy", "TD3Policy"]),
+    ("rlkit_td3.noise", ["NormalActionNoise", "OrnsteinUhlenbeckActionNoise", "VectorizedActionNoise"]),
+    ("rlkit_td3.callbacks", ["BaseCallback", "CallbackList", "CheckpointCallback", "EvalCallback"]),
+    ("rlkit_td3.callbacks", ["EveryNTimesteps", "LogEveryNTimesteps", "StopTrainingOnRewardThreshold"]),
+    ("rlkit_td3.evaluation", ["evaluate_policy"]),
+    ("rlkit_td3.logger", ["configure", "Logger", "Image", "Figure", "Video", "HParam", "TensorBoardOutputFormat"]),
+    ("rlkit_td3.monitor", ["Monitor", "load_results"]),
+    ("rlkit_td3.results_plotter", ["plot_results", "ts2xy", "window_func", "X_TIMESTEPS", "X_EPISODES"]),
+    ("rlkit_td3.vec_env", ["DummyVecEnv", "SubprocVecEnv", "VecNormalize", "VecMonitor", "VecFrameStack"]),
+    ("rlkit_td3.vec_env", ["VecVideoRecorder", "VecCheckNan", "VecEnvWrapper", "VecEnv"]),
+    ("rlkit_td3.env_util", ["make_vec_env"]),
+    ("rlkit_td3.running_mean_std", ["RunningMeanStd"]),
+    ("rlkit_td3.buffers", ["ReplayBuffer"]),
+    ("rlkit_td3.policies", ["MlpPolicy"]),
+]
+
+
+@pytest.mark.parametrize(("module", "names"), SB3_IMPORTS)
+def test_sb3_import_paths_exist(module, names):
+    imported = importlib.import_module(module)
+    missing = [name for name in names if not hasattr(imported, name)]
+    assert not missing, f"{module} lacks {missing}"
+
+
+def test_the_policy_modules_name_the_same_classes():
+    from rlkit_td3.ddpg.policies import MlpPolicy as ddpg_mlp
+    from rlkit_td3.policies import TD3Policy
+    from rlkit_td3.td3.policies import MlpPolicy as td3_mlp
+
+    assert td3_mlp is ddpg_mlp is TD3Policy
