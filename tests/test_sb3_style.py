@@ -50,7 +50,14 @@ def _check_video(cwd: Path, stdout: str) -> None:
 
     (video,) = _events(cwd / "video_tb" / "TD3_1").Images("trajectory/video")
     gif = Image.open(io.BytesIO(video.encoded_image_string))
-    assert (gif.format, gif.n_frames, gif.size) == ("GIF", 30, (32, 32))
+    assert (gif.format, gif.size) == ("GIF", (32, 32))
+    # GIF encoders merge identical consecutive frames into one longer frame: check the total play time instead
+    # (30 frames at 15 fps = 2 s; GIF stores durations in hundredths of a second).
+    durations = []
+    for index in range(gif.n_frames):
+        gif.seek(index)
+        durations.append(gif.info["duration"])
+    assert 2 <= gif.n_frames <= 30 and abs(sum(durations) - 2000) <= 10 * gif.n_frames
 
 
 def _check_hparams(cwd: Path, stdout: str) -> None:
@@ -87,7 +94,22 @@ def _check_results_plotter(cwd: Path, stdout: str) -> None:
     assert "4 smoothed points" in stdout  # 6 episodes, window 3
 
 
+def _check_export_onnx(cwd: Path, stdout: str) -> None:
+    assert (cwd / "td3_actor.onnx").is_file()
+
+
+def _check_export_torchscript(cwd: Path, stdout: str) -> None:
+    assert (cwd / "td3_actor_traced.pt").is_file()
+
+
+def _check_policy_save_load(cwd: Path, stdout: str) -> None:
+    assert "mean_reward=" in stdout
+
+
 CHECKS: dict[str, Callable[[Path, str], None]] = {
+    "export_onnx.py": _check_export_onnx,
+    "export_torchscript.py": _check_export_torchscript,
+    "policy_save_load.py": _check_policy_save_load,
     "tensorboard_custom_values.py": _check_custom_values,
     "tensorboard_video.py": _check_video,
     "tensorboard_hparams.py": _check_hparams,

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import time
 import warnings
 from pathlib import Path
@@ -519,18 +517,6 @@ def test_vec_video_recorder_writes_a_video(tmp_path):
     assert len(frames) == 6  # the reset frame and 5 steps
     with pytest.raises(ValueError, match="rgb_array"):
         VecVideoRecorder(DummyVecEnv([lambda: SeededEnv()]), tmp_path, lambda step: True)
-
-
-def test_sb3_style_scripts_run(tmp_path):
-    """Each tests/sb3_style/*.py script exits 0 in a fresh interpreter."""
-    scripts = sorted((ROOT / "tests" / "sb3_style").glob("vec_*.py"))
-    assert scripts
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    for script in scripts:
-        result = subprocess.run(
-            [sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
-        )
-        assert result.returncode == 0, f"{script.name}:\n{result.stdout}\n{result.stderr}"
 
 
 def test_render_human_delegates_to_the_envs_and_get_images_needs_rgb():
