@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from conftest import make_counter
 
 from rlkit_td3 import DDPG, TD3
-from tests.conftest import make_counter
 
 OBS = np.array([[0.0, 1.0], [3.0, 2.0], [1.0, 4.0]], dtype=np.float32)
 
