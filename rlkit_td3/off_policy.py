@@ -900,9 +900,12 @@ class OffPolicyAlgorithm:
         Returns:
             ``{"policy": ..., "actor.optimizer": ..., "critic.optimizer": ...}``: the policy's state dict
             (actor, critics and their targets, keys such as ``"actor.mu.0.weight"``) and the two
-            optimizers' state dicts. The tensors are the model's own: copy them to keep a snapshot.
+            optimizers' state dicts. They are copies: changing them changes nothing in the model until
+            they are passed to :meth:`set_parameters`.
         """
-        return {name: obj.state_dict() for name, obj in self._parameter_objects().items()}
+        import copy
+
+        return {name: copy.deepcopy(obj.state_dict()) for name, obj in self._parameter_objects().items()}
 
     def set_parameters(
         self,

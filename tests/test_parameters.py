@@ -127,3 +127,15 @@ def test_bad_argument_types():
         model.set_parameters(42)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"'policy' must be a state dict"):
         model.set_parameters({"policy": [1, 2]}, exact_match=False)  # type: ignore[dict-item]
+
+
+def test_get_parameters_returns_copies():
+    model = make(0)
+    before = model.predict(OBS)[0]
+    params = model.get_parameters()
+    for value in params["policy"].values():
+        value.zero_()
+    for entry in params["actor.optimizer"]["state"].values():
+        entry["exp_avg"].zero_()
+    np.testing.assert_array_equal(before, model.predict(OBS)[0])
+    assert any(bool(e["exp_avg"].abs().sum() > 0) for e in model.get_parameters()["actor.optimizer"]["state"].values())
