@@ -39,7 +39,7 @@ class EnvCheckError(AssertionError):
 
 
 def _warn(message: str) -> None:
-    warnings.warn(message, UserWarning, stacklevel=3)
+    warnings.warn(message, UserWarning, stacklevel=4)  # the caller of check_env
 
 
 def _check_spaces(env: gym.Env) -> None:
