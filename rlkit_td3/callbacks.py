@@ -284,8 +284,8 @@ class EvalCallback(EventCallback):
         deterministic: act without exploration noise.
         render: render the eval env during evaluation (``evaluate_policy(render=True)``).
         verbose: 1 prints each evaluation's result.
-        warn: passed to :func:`~rlkit_td3.evaluation.evaluate_policy`: warn when ``eval_env`` has no
-            :class:`~rlkit_td3.monitor.Monitor` wrapper (never for an env id, which the callback makes itself).
+        warn: passed to [`evaluate_policy`][rlkit_td3.evaluation.evaluate_policy]: warn when ``eval_env`` has no
+            [`Monitor`][rlkit_td3.monitor.Monitor] wrapper (never for an env id, which the callback makes itself).
         seed: seed of each evaluation's first reset, so that every evaluation sees the same episodes
             (``None``: the eval env's RNG continues).
     """

@@ -11,13 +11,14 @@ signature and defaults). It runs, in order:
 2. the API: ``reset(seed=...)`` returns ``(obs, info)``, ``step`` returns five values, observations match
    the observation space (type, shape, dtype, bounds, naming the entries out of bounds), rewards are
    numbers and ``terminated``/``truncated`` are booleans;
-3. gymnasium's own checker (:func:`gymnasium.utils.env_checker.check_env`): seeding determinism, reset
+3. gymnasium's own checker (``gymnasium.utils.env_checker.check_env``): seeding determinism, reset
    options, step determinism, returned data not reused, and its passive checks (which warn);
 4. the render method, unless ``skip_render_check``;
 5. a few random steps whose observations and rewards must be finite.
 
-A failed check raises :class:`EnvCheckError`, an ``AssertionError`` as in Stable-Baselines3 (whose checker
-asserts); gymnasium's checker raises ``AssertionError`` too, or ``gymnasium.error.Error``.
+A failed check raises [`EnvCheckError`][rlkit_td3.env_checker.EnvCheckError], an ``AssertionError`` as in
+Stable-Baselines3 (whose checker asserts); gymnasium's checker raises ``AssertionError`` too, or
+``gymnasium.error.Error``.
 """
 
 from __future__ import annotations

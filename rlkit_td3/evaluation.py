@@ -2,7 +2,7 @@
 
 The signature, defaults and semantics are Stable-Baselines3's (``stable_baselines3.common.evaluation``):
 episodes are spread over a vector env's envs as ``(n_eval_episodes + i) // n_envs`` for env ``i``, the
-returns and lengths come from the :class:`~rlkit_td3.monitor.Monitor` wrapper's ``info["episode"]`` when the
+returns and lengths come from the [`Monitor`][rlkit_td3.monitor.Monitor] wrapper's ``info["episode"]`` when the
 env has one, ``callback(locals(), globals())`` runs after each step once per env still evaluating, and
 ``reward_threshold`` raises ``AssertionError`` when the mean return is not above it. ``seed`` is an
 addition.
@@ -54,7 +54,7 @@ def evaluate_policy(
 ) -> tuple[float, float] | tuple[list[float], list[int]]:
     """Run ``n_eval_episodes`` complete episodes with ``model.predict``.
 
-    When the env is wrapped in :class:`~rlkit_td3.monitor.Monitor` (per sub-env for vector envs), an
+    When the env is wrapped in [`Monitor`][rlkit_td3.monitor.Monitor] (per sub-env for vector envs), an
     episode's return and length are those Monitor reports in ``info["episode"]``, as Stable-Baselines3 does:
     wrappers added above Monitor (reward scaling, early resets) then do not change them, and a ``done`` without
     ``info["episode"]`` (e.g. a lost life) does not end the episode. Otherwise the rewards are summed as they
@@ -63,7 +63,8 @@ def evaluate_policy(
     Args:
         model: anything with ``predict(obs, deterministic=...) -> (action, state)`` (a TD3 or DDPG model).
         env: a gymnasium Env, an env id (made with ``gymnasium.make``), a gymnasium vector env, or a
-            Stable-Baselines3-style VecEnv (see :func:`is_sb3_vec_env`), such as ``model.get_env()``.
+            Stable-Baselines3-style VecEnv (see [`is_sb3_vec_env`][rlkit_td3.evaluation.is_sb3_vec_env]), such as
+            ``model.get_env()``.
             With several envs, env ``i`` runs ``(n_eval_episodes + i) // n_envs`` episodes.
         n_eval_episodes: number of episodes.
         deterministic: passed to ``predict``.
@@ -83,6 +84,8 @@ def evaluate_policy(
         ValueError: ``n_eval_episodes`` is not positive.
         TypeError: ``env`` is none of the above, or ``callback`` is not callable.
         AssertionError: the mean return is not above ``reward_threshold``.
+        RuntimeError: a Monitor-wrapped env ends ``MAX_DONES_WITHOUT_EPISODE`` (100) episodes in a row without
+            Monitor's ``info["episode"]`` (a wrapper above Monitor ends them: the loop would never finish).
     """
     if isinstance(n_eval_episodes, bool) or not isinstance(n_eval_episodes, int) or n_eval_episodes < 1:
         raise ValueError(f"n_eval_episodes must be a positive int, got {n_eval_episodes!r}")
@@ -159,11 +162,10 @@ def _evaluate_single(
     seed: int | None,
     monitored: bool,
 ) -> tuple[list[float], list[int]]:
-    episode_rewards: list[float] = []
-    episode_lengths: list[int] = []
-    episode_counts = np.zeros(1, dtype=int)
-    current_rewards = np.zeros(1)
-    current_lengths = np.zeros(1, dtype=int)
+    tally = _Tally(1, monitored)  # the names below are the callback's locals, as in Stable-Baselines3
+    episode_rewards, episode_lengths = tally.episode_rewards, tally.episode_lengths
+    episode_counts = tally.episode_counts
+    current_rewards, current_lengths = tally.current_rewards, tally.current_lengths
     i = 0
     observations, _ = env.reset(seed=seed)
     while episode_counts[i] < n_eval_episodes:
@@ -177,35 +179,54 @@ def _evaluate_single(
         if render:
             env.render()
         if done:
-            _end_episode(
-                i, info, monitored, episode_rewards, episode_lengths, episode_counts, current_rewards, current_lengths
-            )
+            tally.end_episode(i, info)
             new_observations, _ = env.reset()
         observations = new_observations
     return episode_rewards, episode_lengths
 
 
-def _end_episode(
-    i: int,
-    info: dict[str, Any],
-    monitored: bool,
-    episode_rewards: list[float],
-    episode_lengths: list[int],
-    episode_counts: np.ndarray,
-    current_rewards: np.ndarray,
-    current_lengths: np.ndarray,
-) -> None:
-    """Record env ``i``'s finished episode (Monitor's figures when monitored) and restart its sums."""
-    if not monitored:
-        episode_rewards.append(float(current_rewards[i]))
-        episode_lengths.append(int(current_lengths[i]))
-        episode_counts[i] += 1
-    elif "episode" in info:  # a done without it (a lost life) is not the end of the episode
-        episode_rewards.append(float(info["episode"]["r"]))
-        episode_lengths.append(int(info["episode"]["l"]))
-        episode_counts[i] += 1
-    current_rewards[i] = 0.0
-    current_lengths[i] = 0
+MAX_DONES_WITHOUT_EPISODE = 100
+"""A monitored env that ends this many episodes in a row without Monitor's ``info["episode"]`` is an error."""
+
+
+class _Tally:
+    """The returns and lengths of finished episodes, and the running sums of the current ones, per env."""
+
+    def __init__(self, n_envs: int, monitored: bool) -> None:
+        self.monitored = monitored
+        self.episode_rewards: list[float] = []
+        self.episode_lengths: list[int] = []
+        self.episode_counts = np.zeros(n_envs, dtype=int)
+        self.current_rewards = np.zeros(n_envs)
+        self.current_lengths = np.zeros(n_envs, dtype=int)
+        self._dones_without_episode = np.zeros(n_envs, dtype=int)
+
+    def end_episode(self, i: int, info: dict[str, Any]) -> None:
+        """Record env ``i``'s finished episode (Monitor's figures when monitored) and restart its sums.
+
+        Raises:
+            RuntimeError: a monitored env keeps ending episodes without Monitor's ``info["episode"]``.
+        """
+        if not self.monitored:
+            self._record(i, float(self.current_rewards[i]), int(self.current_lengths[i]))
+        elif "episode" in info:
+            self._record(i, float(info["episode"]["r"]), int(info["episode"]["l"]))
+            self._dones_without_episode[i] = 0
+        else:  # a done without it (e.g. a lost life) is not the end of the episode
+            self._dones_without_episode[i] += 1
+            if self._dones_without_episode[i] >= MAX_DONES_WITHOUT_EPISODE:
+                raise RuntimeError(
+                    f"env {i} ended {MAX_DONES_WITHOUT_EPISODE} episodes in a row without the Monitor wrapper's "
+                    'info["episode"]: a wrapper above Monitor ends the episodes (a TimeLimit added after Monitor?). '
+                    "Put Monitor outermost, or evaluate an env without Monitor"
+                )
+        self.current_rewards[i] = 0.0
+        self.current_lengths[i] = 0
+
+    def _record(self, i: int, episode_return: float, length: int) -> None:
+        self.episode_rewards.append(episode_return)
+        self.episode_lengths.append(length)
+        self.episode_counts[i] += 1
 
 
 def _env_info(infos: dict[str, Any], i: int) -> dict[str, Any]:
@@ -233,11 +254,10 @@ def _evaluate_vector(
 ) -> tuple[list[float], list[int]]:
     n_envs = env.num_envs
     episode_count_targets = np.array([(n_eval_episodes + i) // n_envs for i in range(n_envs)])
-    episode_counts = np.zeros(n_envs, dtype=int)
-    current_rewards = np.zeros(n_envs)
-    current_lengths = np.zeros(n_envs, dtype=int)
-    episode_rewards: list[float] = []
-    episode_lengths: list[int] = []
+    tally = _Tally(n_envs, monitored)  # the names below are the callback's locals, as in Stable-Baselines3
+    episode_rewards, episode_lengths = tally.episode_rewards, tally.episode_lengths
+    episode_counts = tally.episode_counts
+    current_rewards, current_lengths = tally.current_rewards, tally.current_lengths
     mode = env.metadata.get("autoreset_mode", AutoresetMode.NEXT_STEP)
     mode = AutoresetMode(mode) if isinstance(mode, str) else mode
     resetting = np.zeros(n_envs, dtype=bool)  # next-step autoreset: this step only resets these envs
@@ -259,16 +279,7 @@ def _evaluate_vector(
                 if callback is not None:
                     callback(locals(), globals())
                 if done:
-                    _end_episode(
-                        i,
-                        info,
-                        monitored,
-                        episode_rewards,
-                        episode_lengths,
-                        episode_counts,
-                        current_rewards,
-                        current_lengths,
-                    )
+                    tally.end_episode(i, info)
             if dones[i]:
                 current_rewards[i] = 0.0
                 current_lengths[i] = 0
@@ -295,11 +306,10 @@ def _evaluate_sb3_vec(
 ) -> tuple[list[float], list[int]]:
     n_envs = env.num_envs
     episode_count_targets = np.array([(n_eval_episodes + i) // n_envs for i in range(n_envs)])
-    episode_counts = np.zeros(n_envs, dtype=int)
-    current_rewards = np.zeros(n_envs)
-    current_lengths = np.zeros(n_envs, dtype=int)
-    episode_rewards: list[float] = []
-    episode_lengths: list[int] = []
+    tally = _Tally(n_envs, monitored)  # the names below are the callback's locals, as in Stable-Baselines3
+    episode_rewards, episode_lengths = tally.episode_rewards, tally.episode_lengths
+    episode_counts = tally.episode_counts
+    current_rewards, current_lengths = tally.current_rewards, tally.current_lengths
     if seed is not None:
         env.seed(seed)  # a VecEnv takes the seed of its next reset this way
     observations = env.reset()
@@ -321,20 +331,11 @@ def _evaluate_sb3_vec(
                 if callback is not None:
                     callback(locals(), globals())
                 if done:
-                    _end_episode(
-                        i,
-                        info,
-                        monitored,
-                        episode_rewards,
-                        episode_lengths,
-                        episode_counts,
-                        current_rewards,
-                        current_lengths,
-                    )
+                    tally.end_episode(i, info)
         observations = new_observations
         if render:
             env.render()
     return episode_rewards, episode_lengths
 
 
-__all__ = ["evaluate_policy", "is_sb3_vec_env"]
+__all__ = ["MAX_DONES_WITHOUT_EPISODE", "evaluate_policy", "is_sb3_vec_env"]

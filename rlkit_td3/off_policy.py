@@ -887,7 +887,7 @@ class OffPolicyAlgorithm:
 
     # ------------------------------------------------------------------ parameters
     def _parameter_objects(self) -> dict[str, torch.nn.Module | torch.optim.Optimizer]:
-        """The objects behind :meth:`get_parameters`' keys (Stable-Baselines3's names for TD3's)."""
+        """The objects behind ``get_parameters``' keys (Stable-Baselines3's names for TD3's)."""
         return {
             "policy": self.policy,
             "actor.optimizer": self.policy.actor_optimizer,
@@ -901,7 +901,8 @@ class OffPolicyAlgorithm:
             ``{"policy": ..., "actor.optimizer": ..., "critic.optimizer": ...}``: the policy's state dict
             (actor, critics and their targets, keys such as ``"actor.mu.0.weight"``) and the two
             optimizers' state dicts. They are copies: changing them changes nothing in the model until
-            they are passed to :meth:`set_parameters`.
+            they are passed to
+            [`set_parameters`][rlkit_td3.off_policy.OffPolicyAlgorithm.set_parameters].
         """
         import copy
 
@@ -913,15 +914,16 @@ class OffPolicyAlgorithm:
         exact_match: bool = True,
         device: torch.device | str = "auto",
     ) -> None:
-        """Load parameters from a dict like :meth:`get_parameters`' or from a model file, into this model.
+        """Load parameters from a dict like ``get_parameters()``'s or from a model file, into this model.
 
-        Unlike :meth:`load`, this keeps the model's env, buffer and settings and changes only the weights
-        (and, when given, the optimizers' states). Either everything given is loaded or, on an error,
-        nothing is.
+        Unlike [`load`][rlkit_td3.off_policy.OffPolicyAlgorithm.load], this keeps the model's env, buffer and
+        settings and changes only the weights (and, when given, the optimizers' states). Either everything given
+        is loaded or, on an error, nothing is.
 
         Args:
             load_path_or_dict: a dict ``{name: state_dict}`` with names among ``"policy"``,
-                ``"actor.optimizer"`` and ``"critic.optimizer"``, or the path of a file written by :meth:`save`.
+                ``"actor.optimizer"`` and ``"critic.optimizer"``, or the path of a file written by
+                [`save`][rlkit_td3.off_policy.OffPolicyAlgorithm.save].
             exact_match: True requires all three names and, for the policy, exactly its keys; False
                 loads what is given (e.g. only ``{"policy": {"actor.mu.0.weight": ...}}``).
             device: where a file's tensors are read to before being copied into the model's.

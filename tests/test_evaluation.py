@@ -190,6 +190,12 @@ def test_a_done_without_monitor_episode_does_not_end_the_episode():
     assert returns == [15.0, 15.0] and lengths == [5, 5]
 
 
+def test_a_wrapper_above_monitor_ending_every_episode_is_an_error_not_a_hang():
+    env = gym.wrappers.TimeLimit(Monitor(make_counter(50)), max_episode_steps=2)  # Monitor never sees the ends
+    with pytest.raises(RuntimeError, match=r"env 0 ended 100 episodes in a row without the Monitor wrapper"):
+        evaluate_policy(ZeroModel(), env, 1, warn=False)
+
+
 def test_callback_sees_the_step_locals_and_render_renders():
     seen = []
 
