@@ -285,7 +285,7 @@ class EvalCallback(EventCallback):
         render: render the eval env during evaluation (``evaluate_policy(render=True)``).
         verbose: 1 prints each evaluation's result.
         warn: passed to [`evaluate_policy`][rlkit_td3.evaluation.evaluate_policy]: warn when ``eval_env`` has no
-            [`Monitor`][rlkit_td3.monitor.Monitor] wrapper (never for an env id, which the callback makes itself).
+            [`Monitor`][rlkit_td3.monitor.Monitor] wrapper but other wrappers, which may change its returns.
         seed: seed of each evaluation's first reset, so that every evaluation sees the same episodes
             (``None``: the eval env's RNG continues).
     """
@@ -323,7 +323,7 @@ class EvalCallback(EventCallback):
             if not isinstance(flag, (bool, np.bool_)):
                 raise TypeError(f"{name} must be a bool, got {flag!r}")
         self.render = bool(render)
-        self.warn = bool(warn) and not isinstance(eval_env, str)
+        self.warn = bool(warn)
         self.n_eval_episodes = n_eval_episodes
         self._every = _EveryTimesteps("eval_freq", eval_freq)
         self.eval_freq = self._every.freq

@@ -74,7 +74,9 @@ def evaluate_policy(
             ``episode_rewards``, ``episode_lengths`` and ``episode_counts``.
         reward_threshold: raise ``AssertionError`` unless the mean return is above it.
         return_episode_rewards: return the per-episode lists instead of mean and std.
-        warn: warn when the env has no Monitor wrapper (its returns may then be changed by other wrappers).
+        warn: warn when the env has no Monitor wrapper but other wrappers, which may change its returns and
+            lengths (as Stable-Baselines3 does, but an env with only ``gymnasium.make``'s wrappers, or none, or
+            made here from an env id, does not warn: nothing can change its returns).
         seed: seed of the first reset (the following resets continue the env's RNG).
 
     Returns:
@@ -95,24 +97,23 @@ def evaluate_policy(
         isinstance(reward_threshold, bool) or not isinstance(reward_threshold, (int, float, np.number))
     ):
         raise TypeError(f"reward_threshold must be a number or None, got {reward_threshold!r}")
-    made_here = isinstance(env, str)
-    if made_here:
+    if isinstance(env, str):
         env = gym.make(env)
     if is_sb3_vec_env(env):
-        monitored = _sb3_vec_env_monitored(env)
+        monitored, plain = _sb3_vec_env_monitored(env), False
         run = _evaluate_sb3_vec
     elif isinstance(env, VectorEnv):
-        monitored = _vector_env_monitored(env)
+        monitored, plain = _vector_env_monitored(env), _plain_vector_env(env)
         run = _evaluate_vector
     elif isinstance(env, gym.Env):
-        monitored = is_monitored(env)
+        monitored, plain = is_monitored(env), _plain_env(env)
         run = _evaluate_single
     else:
         raise TypeError(
             f"env must be a gymnasium Env, an env id, a gymnasium VectorEnv or a Stable-Baselines3-style VecEnv, "
             f"got {env!r}"
         )
-    if warn and not monitored and not made_here:
+    if warn and not monitored and not plain:
         warnings.warn(
             "the evaluation env has no Monitor wrapper (rlkit_td3.monitor.Monitor): the returns and lengths are "
             "those env.step reports, which other wrappers (reward scaling, early resets) may have changed. "
@@ -127,6 +128,29 @@ def evaluate_policy(
     if return_episode_rewards:
         return returns, lengths
     return mean_reward, std_reward
+
+
+HARMLESS_WRAPPERS: tuple[type[gym.Wrapper], ...] = (
+    gym.wrappers.TimeLimit,
+    gym.wrappers.OrderEnforcing,
+    gym.wrappers.PassiveEnvChecker,
+)
+"""The wrappers ``gymnasium.make`` adds: they change neither rewards nor episode ends (the time limit is part of
+the env's definition), so an env with only these needs no Monitor to be evaluated faithfully."""
+
+
+def _plain_env(env: gym.Env) -> bool:
+    """Whether ``env`` has no wrapper but ``HARMLESS_WRAPPERS`` (nothing that could change its returns)."""
+    while isinstance(env, gym.Wrapper):
+        if not isinstance(env, HARMLESS_WRAPPERS):
+            return False
+        env = env.env
+    return True
+
+
+def _plain_vector_env(env: VectorEnv) -> bool:
+    """A SyncVectorEnv, without vector wrappers, of plain envs."""
+    return isinstance(env, SyncVectorEnv) and all(_plain_env(sub) for sub in env.envs)
 
 
 def _vector_env_monitored(env: VectorEnv) -> bool:
@@ -338,4 +362,4 @@ def _evaluate_sb3_vec(
     return episode_rewards, episode_lengths
 
 
-__all__ = ["MAX_DONES_WITHOUT_EPISODE", "evaluate_policy", "is_sb3_vec_env"]
+__all__ = ["HARMLESS_WRAPPERS", "MAX_DONES_WITHOUT_EPISODE", "evaluate_policy", "is_sb3_vec_env"]

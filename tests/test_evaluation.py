@@ -157,9 +157,13 @@ def test_monitor_figures_are_used_when_present():
     assert returns == [100.0, 100.0]
 
 
-def test_an_env_id_is_made_without_warning():
+def test_an_env_id_or_an_env_with_only_gymnasium_make_wrappers_does_not_warn():
     mean, _ = quiet(evaluate_policy, ZeroModel(), "Pendulum-v1", 1, seed=3)
-    assert mean < 0
+    assert quiet(evaluate_policy, ZeroModel(), gym.make("Pendulum-v1"), 1, seed=3) == (mean, 0.0)
+    assert quiet(evaluate_policy, ZeroModel(), make_counter(4), 1) == (10.0, 0.0)  # TimeLimit only
+    assert quiet(evaluate_policy, ZeroModel(), SyncVectorEnv(counters(monitor=False)), 3)[0] == pytest.approx(31 / 3)
+    with pytest.warns(UserWarning, match="no Monitor wrapper"):  # any other wrapper may change the returns
+        evaluate_policy(ZeroModel(), gym.wrappers.ClipAction(make_counter(4)), 1)
 
 
 class LoseLife(gym.Wrapper):
