@@ -199,12 +199,18 @@ def _check_render(env: gym.Env, warn: bool) -> None:
         env.render()
 
 
+def _flat(space: spaces.Space, obs: Any) -> np.ndarray:
+    """The observation as one float array (composite spaces flattened)."""
+    if isinstance(space, (spaces.Box, spaces.Dict, spaces.Tuple, spaces.Discrete, spaces.MultiDiscrete)):
+        return np.asarray(spaces.flatten(space, obs), dtype=np.float64)
+    return np.asarray(obs, dtype=np.float64)
+
+
 def _check_finite(env: gym.Env) -> None:
     env.reset()
     for step in range(N_NAN_CHECK_STEPS):
         obs, reward, terminated, truncated, _ = env.step(env.action_space.sample())
-        values = obs.values() if isinstance(obs, dict) else [obs]
-        if not all(np.all(np.isfinite(np.asarray(v, dtype=np.float64))) for v in values):
+        if not np.all(np.isfinite(_flat(env.observation_space, obs))):
             raise EnvCheckError(f"step() returned a non-finite observation (NaN or inf) at random step {step}: {obs}")
         if not np.isfinite(float(reward)):
             raise EnvCheckError(f"step() returned a non-finite reward {reward} at random step {step}")

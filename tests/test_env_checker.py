@@ -177,6 +177,7 @@ def test_unnormalised_actions_warn_once_and_only_with_warn():
         (spaces.Box(-1.0, 1.0, shape=(3, 2), dtype=np.float32), "neither a 1D vector nor an image"),
         (spaces.Dict({"x": spaces.Box(-1.0, 1.0, shape=(3,), dtype=np.float32)}), "FlattenObservation"),
         (spaces.Discrete(4), "FlattenObservation"),
+        (spaces.Tuple((spaces.Box(-1.0, 1.0, shape=(2,)), spaces.Discrete(3))), "FlattenObservation"),
     ],
 )
 def test_observation_space_warnings(observation_space, expected):
