@@ -335,6 +335,8 @@ def _evaluate_sb3_vec(
     episode_counts = tally.episode_counts
     current_rewards, current_lengths = tally.current_rewards, tally.current_lengths
     if seed is not None:
+        if not callable(getattr(env, "seed", None)):
+            raise TypeError(f"seed={seed} needs a VecEnv with a seed() method; {type(env).__name__} has none")
         env.seed(seed)  # a VecEnv takes the seed of its next reset this way
     observations = env.reset()
     states = None

@@ -301,3 +301,11 @@ def test_sb3_style_vec_env_seed_reaches_the_reset():
     first = evaluate_policy(ZeroModel(), env, 2, seed=5, warn=False)
     assert evaluate_policy(ZeroModel(), env, 2, seed=5, warn=False) == first
     assert evaluate_policy(ZeroModel(), env, 2, seed=6, warn=False) != first
+
+
+def test_sb3_style_vec_env_without_seed_method():
+    env = ListVecEnv(counters())
+    env.seed = None  # type: ignore[assignment]
+    with pytest.raises(TypeError, match="seed=3 needs a VecEnv with a seed\\(\\) method; ListVecEnv has none"):
+        evaluate_policy(ZeroModel(), env, 1, seed=3)
+    assert evaluate_policy(ZeroModel(), env, 1)[0] == 15.0  # without seed it runs (1 episode: on env 2, as in SB3)
