@@ -31,7 +31,7 @@ import numpy as np
 from gymnasium.vector import VectorEnv
 
 from rlkit_td3.evaluation import evaluate_policy, is_sb3_vec_env
-from rlkit_td3.serialization import atomic_write
+from rlkit_td3.serialization import atomic_path, atomic_write
 
 if TYPE_CHECKING:
     from rlkit_td3.off_policy import OffPolicyAlgorithm
@@ -436,7 +436,7 @@ class CheckpointCallback(BaseCallback):
     ``<name_prefix>_replay_buffer_<t>_steps.npz`` (reload it with ``model.load_replay_buffer``). With
     ``save_vecnormalize=True``, when the model trains on a ``VecNormalize`` env (``model.get_vec_normalize_env()``
     is not ``None``), its running statistics go beside it as ``<name_prefix>_vecnormalize_<t>_steps.pkl``
-    (written by the ``VecNormalize``'s own ``save``).
+    (written atomically by the ``VecNormalize``'s own ``save``).
     Unlike Stable-Baselines3, ``save_freq`` counts env timesteps, not calls, whatever the number of envs.
 
     Args:
@@ -489,10 +489,13 @@ class CheckpointCallback(BaseCallback):
                 self.model.save_replay_buffer(buffer_path)
                 if self.verbose >= 2:
                     print(f"Saving model replay buffer checkpoint to {buffer_path}")
-            vec_normalize = getattr(self.model, "get_vec_normalize_env", lambda: None)()
-            if self.save_vecnormalize and vec_normalize is not None:
+            vec_normalize = (
+                getattr(self.model, "get_vec_normalize_env", lambda: None)() if self.save_vecnormalize else None
+            )
+            if vec_normalize is not None:
                 vec_normalize_path = self._checkpoint_path("vecnormalize_", extension="pkl")
-                vec_normalize.save(vec_normalize_path)
+                with atomic_path(vec_normalize_path, suffix=".pkl") as tmp:
+                    vec_normalize.save(tmp)
                 if self.verbose >= 2:
                     print(f"Saving model VecNormalize to {vec_normalize_path}")
         return True

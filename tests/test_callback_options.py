@@ -164,11 +164,14 @@ def test_checkpoint_saves_vecnormalize_beside_the_model(tmp_path):
     stub = StubVecNormalize()
     model.get_vec_normalize_env = lambda: stub  # what the coordinator wires on the algorithm
     model.learn(20, callback=cb.CheckpointCallback(10, tmp_path, save_vecnormalize=True))
-    assert stub.saved == [
-        tmp_path / "rl_model_vecnormalize_10_steps.pkl",
-        tmp_path / "rl_model_vecnormalize_20_steps.pkl",
+    assert len(stub.saved) == 2 and all(path.parent == tmp_path for path in stub.saved)  # written beside, then renamed
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "rl_model_10_steps.zip",
+        "rl_model_20_steps.zip",
+        "rl_model_vecnormalize_10_steps.pkl",
+        "rl_model_vecnormalize_20_steps.pkl",
     ]
-    assert (tmp_path / "rl_model_20_steps.zip").exists()
+    assert (tmp_path / "rl_model_vecnormalize_20_steps.pkl").read_bytes() == b"stats"
 
 
 def test_checkpoint_vecnormalize_only_when_asked_and_available(tmp_path):
