@@ -8,6 +8,7 @@ Algorithm 1) step by step.
 
 from __future__ import annotations
 
+import copy
 import io
 import os
 import platform
@@ -904,8 +905,6 @@ class OffPolicyAlgorithm:
             they are passed to
             [`set_parameters`][rlkit_td3.off_policy.OffPolicyAlgorithm.set_parameters].
         """
-        import copy
-
         return {name: copy.deepcopy(obj.state_dict()) for name, obj in self._parameter_objects().items()}
 
     def set_parameters(
@@ -967,8 +966,6 @@ class OffPolicyAlgorithm:
         for name in ("actor.optimizer", "critic.optimizer"):
             if name in params:
                 self._check_optimizer_state(name, objects[name], params[name])  # type: ignore[arg-type]
-        import copy
-
         backup = {name: copy.deepcopy(objects[name].state_dict()) for name in params}
         attempted: list[str] = []
         try:
@@ -989,7 +986,8 @@ class OffPolicyAlgorithm:
         """The groups, their sizes and the moments' shapes must be those of the model's optimizer."""
         groups = state.get("param_groups")
         own_groups = optimizer.param_groups
-        sizes = [len(g.get("params", ())) for g in groups] if isinstance(groups, list) else None
+        well_formed = isinstance(groups, list) and all(isinstance(g, dict) for g in groups)
+        sizes = [len(g.get("params", ())) for g in groups] if well_formed else None
         own_sizes = [len(g["params"]) for g in own_groups]
         if sizes != own_sizes or not isinstance(state.get("state"), dict):
             raise ValueError(

@@ -139,3 +139,14 @@ def test_get_parameters_returns_copies():
         entry["exp_avg"].zero_()
     np.testing.assert_array_equal(before, model.predict(OBS)[0])
     assert any(bool(e["exp_avg"].abs().sum() > 0) for e in model.get_parameters()["actor.optimizer"]["state"].values())
+
+
+def test_malformed_optimizer_state_is_named():
+    model = make(0)
+    with pytest.raises(
+        ValueError, match=r"'critic.optimizer' has param groups of sizes None; the model's optimizer has"
+    ):
+        model.set_parameters({"critic.optimizer": {"param_groups": "x", "state": {}}}, exact_match=False)
+    groups = model.get_parameters()["critic.optimizer"]["param_groups"]
+    with pytest.raises(ValueError, match=r"has param groups of sizes \[4, 4\]"):
+        model.set_parameters({"critic.optimizer": {"param_groups": groups * 2, "state": {}}}, exact_match=False)
