@@ -30,8 +30,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import VectorEnv
 
-from rlkit_td3.evaluation import evaluate_policy
-from rlkit_td3.serialization import atomic_write
+from rlkit_td3.evaluation import evaluate_policy, is_sb3_vec_env
+from rlkit_td3.serialization import atomic_path, atomic_write
 
 if TYPE_CHECKING:
     from rlkit_td3.off_policy import OffPolicyAlgorithm
@@ -285,14 +285,15 @@ class EvalCallback(EventCallback):
     ``eval/mean_reward`` and ``eval/mean_ep_length`` and dumps the logger. With ``log_path`` it (re)writes
     ``<log_path>/evaluations.npz`` with arrays ``timesteps`` (n_evals,), ``results`` and ``ep_lengths``
     (n_evals, n_eval_episodes); with ``best_model_save_path`` it saves ``best_model.zip`` there whenever
-    the mean return improves.
+    the mean return improves. When the eval env's final infos carry ``"is_success"`` (goal-reaching envs),
+    the share of successful episodes is logged as ``eval/success_rate`` and saved as ``successes``.
 
     Unlike Stable-Baselines3 (which counts calls, i.e. ``eval_freq × n_envs`` timesteps), ``eval_freq``
     counts env timesteps: an evaluation runs each time ``num_timesteps`` crosses a multiple of it.
 
     Args:
-        eval_env: the env to evaluate on (an Env, an env id or a vector env). Use a separate env from the
-            training one.
+        eval_env: the env to evaluate on (an Env, an env id, a gymnasium vector env or a Stable-Baselines3-style
+            VecEnv). Use a separate env from the training one.
         callback_on_new_best: run when a new best mean return is reached (e.g.
             :class:`StopTrainingOnRewardThreshold`).
         callback_after_eval: run after every evaluation (e.g. :class:`StopTrainingOnNoModelImprovement`).
@@ -301,9 +302,12 @@ class EvalCallback(EventCallback):
         log_path: folder for ``evaluations.npz`` (``None``: not written).
         best_model_save_path: folder for ``best_model.zip`` (``None``: not saved).
         deterministic: act without exploration noise.
+        render: render the eval env during evaluation (``evaluate_policy(render=True)``).
+        verbose: 1 prints each evaluation's result.
+        warn: passed to [`evaluate_policy`][rlkit_td3.evaluation.evaluate_policy]: warn when ``eval_env`` has no
+            [`Monitor`][rlkit_td3.monitor.Monitor] wrapper but other wrappers, which may change its returns.
         seed: seed of each evaluation's first reset, so that every evaluation sees the same episodes
             (``None``: the eval env's RNG continues).
-        verbose: 1 prints each evaluation's result.
     """
 
     def __init__(
@@ -316,8 +320,10 @@ class EvalCallback(EventCallback):
         log_path: str | os.PathLike[str] | None = None,
         best_model_save_path: str | os.PathLike[str] | None = None,
         deterministic: bool = True,
-        seed: int | None = None,
+        render: bool = False,
         verbose: int = 1,
+        warn: bool = True,
+        seed: int | None = None,
     ) -> None:
         super().__init__(callback_on_new_best, verbose=verbose)
         if callback_after_eval is not None and not isinstance(callback_after_eval, BaseCallback):
@@ -328,8 +334,16 @@ class EvalCallback(EventCallback):
         if callback_after_eval is not None:
             callback_after_eval.parent = self
         self.eval_env = gym.make(eval_env) if isinstance(eval_env, str) else eval_env
-        if not isinstance(self.eval_env, (gym.Env, VectorEnv)):
-            raise TypeError(f"eval_env must be a gymnasium Env, a VectorEnv or an env id, got {eval_env!r}")
+        if not (isinstance(self.eval_env, (gym.Env, VectorEnv)) or is_sb3_vec_env(self.eval_env)):
+            raise TypeError(
+                f"eval_env must be a gymnasium Env, a VectorEnv, a Stable-Baselines3-style VecEnv or an env id, "
+                f"got {eval_env!r}"
+            )
+        for name, flag in (("render", render), ("warn", warn), ("deterministic", deterministic)):
+            if not isinstance(flag, (bool, np.bool_)):
+                raise TypeError(f"{name} must be a bool, got {flag!r}")
+        self.render = bool(render)
+        self.warn = bool(warn)
         self.n_eval_episodes = n_eval_episodes
         self._every = _EveryTimesteps("eval_freq", eval_freq)
         self.eval_freq = self._every.freq
@@ -342,6 +356,8 @@ class EvalCallback(EventCallback):
         self.evaluations_timesteps: list[int] = []
         self.evaluations_results: list[list[float]] = []
         self.evaluations_length: list[list[int]] = []
+        self.evaluations_successes: list[list[bool]] = []
+        self._is_success_buffer: list[bool] = []
 
     def _init_callback(self) -> None:
         for folder in (self.best_model_save_path, None if self.log_path is None else self.log_path.parent):
@@ -361,26 +377,41 @@ class EvalCallback(EventCallback):
             return True
         return self.evaluate()
 
+    def _log_success_callback(self, locals_: dict[str, Any], globals_: dict[str, Any]) -> None:
+        """``evaluate_policy``'s per-step callback: collect ``info["is_success"]`` at the end of each episode."""
+        if locals_["done"]:
+            is_success = locals_["info"].get("is_success")
+            if is_success is not None:
+                self._is_success_buffer.append(bool(is_success))
+
     def evaluate(self) -> bool:
         """Run one evaluation now; returns False when a child callback asks to stop training."""
         assert self.model is not None, "callback used before init_callback()"
+        self._is_success_buffer = []
         returns, lengths = evaluate_policy(
             self.model,
             self.eval_env,
             n_eval_episodes=self.n_eval_episodes,
             deterministic=self.deterministic,
+            render=self.render,
+            callback=self._log_success_callback,
             return_episode_rewards=True,
+            warn=self.warn,
             seed=self.seed,
         )
         self.evaluations_timesteps.append(self.num_timesteps)
         self.evaluations_results.append(list(returns))
         self.evaluations_length.append(list(lengths))
+        if self._is_success_buffer:
+            self.evaluations_successes.append(list(self._is_success_buffer))
         if self.log_path is not None:
+            successes = {"successes": np.array(self.evaluations_successes)} if self.evaluations_successes else {}
             _save_npz(
                 self.log_path,
                 timesteps=np.array(self.evaluations_timesteps),
                 results=np.array(self.evaluations_results),
                 ep_lengths=np.array(self.evaluations_length),
+                **successes,
             )
         mean_reward, std_reward = float(np.mean(returns)), float(np.std(returns))
         mean_length = float(np.mean(lengths))
@@ -392,6 +423,11 @@ class EvalCallback(EventCallback):
             )
         self.logger.record("eval/mean_reward", mean_reward)
         self.logger.record("eval/mean_ep_length", mean_length)
+        if self._is_success_buffer:
+            success_rate = float(np.mean(self._is_success_buffer))
+            if self.verbose >= 1:
+                print(f"Success rate: {100 * success_rate:.2f}%")
+            self.logger.record("eval/success_rate", success_rate)
         self.logger.record("time/total_timesteps", self.num_timesteps, exclude="tensorboard")
         self.logger.dump(self.num_timesteps)
 
@@ -417,7 +453,10 @@ class CheckpointCallback(BaseCallback):
     """Saves the model every ``save_freq`` env timesteps as ``<save_path>/<name_prefix>_<t>_steps.zip``.
 
     With ``save_replay_buffer=True`` the buffer goes beside it as
-    ``<name_prefix>_replay_buffer_<t>_steps.npz`` (reload it with ``model.load_replay_buffer``).
+    ``<name_prefix>_replay_buffer_<t>_steps.npz`` (reload it with ``model.load_replay_buffer``). With
+    ``save_vecnormalize=True``, when the model trains on a ``VecNormalize`` env (``model.get_vec_normalize_env()``
+    is not ``None``), its running statistics go beside it as ``<name_prefix>_vecnormalize_<t>_steps.pkl``
+    (written atomically by the ``VecNormalize``'s own ``save``).
     Unlike Stable-Baselines3, ``save_freq`` counts env timesteps, not calls, whatever the number of envs.
 
     Args:
@@ -427,6 +466,7 @@ class CheckpointCallback(BaseCallback):
         save_replay_buffer: also save the replay buffer, which makes each pair of files a checkpoint that
             resumes exactly. Refused (``ValueError`` at the start of ``learn``) where no checkpoint can: on a
             vector env with same-step autoreset, as ``model.save(path, include_buffer=True)`` refuses.
+        save_vecnormalize: also save the ``VecNormalize`` statistics, if the model has some.
         verbose: 2 prints each saved path.
     """
 
@@ -436,14 +476,19 @@ class CheckpointCallback(BaseCallback):
         save_path: str | os.PathLike[str],
         name_prefix: str = "rl_model",
         save_replay_buffer: bool = False,
+        save_vecnormalize: bool = False,
         verbose: int = 0,
     ) -> None:
         super().__init__(verbose)
+        for name, flag in (("save_replay_buffer", save_replay_buffer), ("save_vecnormalize", save_vecnormalize)):
+            if not isinstance(flag, (bool, np.bool_)):
+                raise TypeError(f"{name} must be a bool, got {flag!r}")
         self._every = _EveryTimesteps("save_freq", save_freq)
         self.save_freq = self._every.freq
         self.save_path = Path(save_path)
         self.name_prefix = name_prefix
-        self.save_replay_buffer = save_replay_buffer
+        self.save_replay_buffer = bool(save_replay_buffer)
+        self.save_vecnormalize = bool(save_vecnormalize)
 
     def _init_callback(self) -> None:
         assert self.model is not None
@@ -470,6 +515,15 @@ class CheckpointCallback(BaseCallback):
                 self.model.save_replay_buffer(buffer_path)
                 if self.verbose >= 2:
                     print(f"Saving model replay buffer checkpoint to {buffer_path}")
+            vec_normalize = (
+                getattr(self.model, "get_vec_normalize_env", lambda: None)() if self.save_vecnormalize else None
+            )
+            if vec_normalize is not None:
+                vec_normalize_path = self._checkpoint_path("vecnormalize_", extension="pkl")
+                with atomic_path(vec_normalize_path, suffix=".pkl") as tmp:
+                    vec_normalize.save(tmp)
+                if self.verbose >= 2:
+                    print(f"Saving model VecNormalize to {vec_normalize_path}")
         return True
 
 

@@ -8,6 +8,7 @@ Algorithm 1) step by step.
 
 from __future__ import annotations
 
+import copy
 import importlib.metadata
 import io
 import os
@@ -963,6 +964,157 @@ class OffPolicyAlgorithm:
             actions = np.clip(actions + self.action_noise(), -1.0, 1.0, dtype=np.float32)
         env_actions = self.policy.unscale_action(actions.reshape(len(batch), *self.action_space.shape))
         return (env_actions[0] if single else env_actions), None
+
+    # ------------------------------------------------------------------ parameters
+    def _parameter_objects(self) -> dict[str, torch.nn.Module | torch.optim.Optimizer]:
+        """The objects behind ``get_parameters``' keys (Stable-Baselines3's names for TD3's)."""
+        return {
+            "policy": self.policy,
+            "actor.optimizer": self.policy.actor_optimizer,
+            "critic.optimizer": self.policy.critic_optimizer,
+        }
+
+    def get_parameters(self) -> dict[str, dict[str, Any]]:
+        """The state dicts of the policy and of both optimizers, by Stable-Baselines3's names.
+
+        Returns:
+            ``{"policy": ..., "actor.optimizer": ..., "critic.optimizer": ...}``: the policy's state dict
+            (actor, critics and their targets, keys such as ``"actor.mu.0.weight"``) and the two
+            optimizers' state dicts. They are copies: changing them changes nothing in the model until
+            they are passed to
+            [`set_parameters`][rlkit_td3.off_policy.OffPolicyAlgorithm.set_parameters].
+        """
+        return {name: copy.deepcopy(obj.state_dict()) for name, obj in self._parameter_objects().items()}
+
+    def set_parameters(
+        self,
+        load_path_or_dict: str | os.PathLike[str] | dict[str, dict[str, Any]],
+        exact_match: bool = True,
+        device: torch.device | str = "auto",
+    ) -> None:
+        """Load parameters from a dict like ``get_parameters()``'s or from a model file, into this model.
+
+        Unlike [`load`][rlkit_td3.off_policy.OffPolicyAlgorithm.load], this keeps the model's env, buffer and
+        settings and changes only the weights (and, when given, the optimizers' states). Either everything given
+        is loaded or, on an error, nothing is.
+
+        Args:
+            load_path_or_dict: a dict ``{name: state_dict}`` with names among ``"policy"``,
+                ``"actor.optimizer"`` and ``"critic.optimizer"``, or the path of a file written by
+                [`save`][rlkit_td3.off_policy.OffPolicyAlgorithm.save].
+            exact_match: True requires all three names and, for the policy, exactly its keys; False
+                loads what is given (e.g. only ``{"policy": {"actor.mu.0.weight": ...}}``).
+            device: where a file's tensors are read to before being copied into the model's.
+
+        Raises:
+            ValueError: an unknown name, a missing name or key (with ``exact_match``), an unexpected policy
+                key, or a tensor whose shape differs from the model's; the message names them.
+            TypeError: ``load_path_or_dict`` is neither a dict nor a path.
+            ModelFileError: (a ``ValueError``) the file is not a readable model file.
+        """
+        if isinstance(load_path_or_dict, dict):
+            params = load_path_or_dict
+        elif isinstance(load_path_or_dict, (str, os.PathLike)):
+            _, tensors, _, _ = read_model_zip(load_path_or_dict)
+            target = get_device(device)
+            params = {
+                name: self._tensors_to(tensors[key], target)
+                for name, key in (
+                    ("policy", "policy"),
+                    ("actor.optimizer", "actor_optimizer"),
+                    ("critic.optimizer", "critic_optimizer"),
+                )
+                if key in tensors
+            }
+        else:
+            raise TypeError(f"load_path_or_dict must be a dict or a model file path, got {load_path_or_dict!r}")
+        objects = self._parameter_objects()
+        unknown = sorted(set(params) - set(objects))
+        if unknown:
+            raise ValueError(f"set_parameters: unknown names {unknown}; the parameters are named {sorted(objects)}")
+        missing = sorted(set(objects) - set(params))
+        if exact_match and missing:
+            raise ValueError(
+                f"set_parameters: missing names {missing} (exact_match=True needs all of {sorted(objects)}; "
+                "pass exact_match=False to load a part)"
+            )
+        for name, state in params.items():
+            if not isinstance(state, dict):
+                raise TypeError(f"set_parameters: {name!r} must be a state dict, got {type(state).__name__}")
+        self._check_policy_state(params.get("policy"), exact_match)
+        for name in ("actor.optimizer", "critic.optimizer"):
+            if name in params:
+                self._check_optimizer_state(name, objects[name], params[name])  # type: ignore[arg-type]
+        backup = {name: copy.deepcopy(objects[name].state_dict()) for name in params}
+        attempted: list[str] = []
+        try:
+            for name, state in params.items():
+                attempted.append(name)
+                obj = objects[name]
+                if isinstance(obj, torch.optim.Optimizer):
+                    obj.load_state_dict(state)
+                else:
+                    obj.load_state_dict(state, strict=exact_match)
+        except Exception as exc:
+            for name in attempted:
+                objects[name].load_state_dict(backup[name])
+            raise ValueError(f"set_parameters: could not load the parameters, nothing was changed ({exc})") from exc
+
+    @staticmethod
+    def _check_optimizer_state(name: str, optimizer: torch.optim.Optimizer, state: dict[str, Any]) -> None:
+        """The groups, their sizes and the moments' shapes must be those of the model's optimizer."""
+        groups = state.get("param_groups")
+        own_groups = optimizer.param_groups
+        well_formed = isinstance(groups, list) and all(isinstance(g, dict) for g in groups)
+        sizes = [len(g.get("params", ())) for g in groups] if well_formed else None
+        own_sizes = [len(g["params"]) for g in own_groups]
+        if sizes != own_sizes or not isinstance(state.get("state"), dict):
+            raise ValueError(
+                f"set_parameters: {name!r} has param groups of sizes {sizes}; the model's optimizer has {own_sizes}"
+            )
+        shapes = {
+            index: tuple(p.shape)
+            for group, own in zip(groups, own_groups)
+            for index, p in zip(group["params"], own["params"])
+        }
+        for index, entry in state["state"].items():
+            for key, value in entry.items() if isinstance(entry, dict) else ():
+                if isinstance(value, torch.Tensor) and value.dim() > 0 and tuple(value.shape) != shapes.get(index):
+                    raise ValueError(
+                        f"set_parameters: {name!r} state of parameter {index} ({key}) has shape "
+                        f"{tuple(value.shape)}; the parameter has shape {shapes.get(index)}"
+                    )
+
+    @staticmethod
+    def _tensors_to(state: Any, device: torch.device) -> Any:
+        """``state`` (nested dicts and lists of tensors) with its tensors on ``device``."""
+        if isinstance(state, torch.Tensor):
+            return state.to(device)
+        if isinstance(state, dict):
+            return {key: OffPolicyAlgorithm._tensors_to(value, device) for key, value in state.items()}
+        if isinstance(state, (list, tuple)):
+            return type(state)(OffPolicyAlgorithm._tensors_to(value, device) for value in state)
+        return state
+
+    def _check_policy_state(self, state: dict[str, Any] | None, exact_match: bool) -> None:
+        """Name the missing, unexpected and wrongly shaped keys of a policy state dict before loading it."""
+        if state is None:
+            return
+        own = self.policy.state_dict()
+        unexpected = sorted(set(state) - set(own))
+        if unexpected:
+            raise ValueError(f"set_parameters: the policy has no keys {unexpected}; its keys are {sorted(own)}")
+        missing = sorted(set(own) - set(state))
+        if exact_match and missing:
+            raise ValueError(
+                f"set_parameters: the policy state dict lacks keys {missing} (pass exact_match=False to load a part)"
+            )
+        for key, value in state.items():
+            shape = tuple(getattr(value, "shape", ()))
+            if shape != tuple(own[key].shape):
+                raise ValueError(
+                    f"set_parameters: policy key {key!r} has shape {shape}; the model's has {tuple(own[key].shape)}"
+                )
 
     # ------------------------------------------------------------------ persistence
     def save_replay_buffer(self, path: str | os.PathLike[str]) -> None:
