@@ -23,6 +23,7 @@ SB3_IMPORTS = [
     ("rlkit_td3.vec_env", ["DummyVecEnv", "SubprocVecEnv", "VecNormalize", "VecMonitor", "VecFrameStack"]),
     ("rlkit_td3.vec_env", ["VecVideoRecorder", "VecCheckNan", "VecEnvWrapper", "VecEnv"]),
     ("rlkit_td3.env_util", ["make_vec_env"]),
+    ("rlkit_td3.env_checker", ["check_env"]),
     ("rlkit_td3.running_mean_std", ["RunningMeanStd"]),
     ("rlkit_td3.buffers", ["ReplayBuffer"]),
     ("rlkit_td3.policies", ["MlpPolicy"]),
