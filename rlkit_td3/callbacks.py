@@ -12,8 +12,8 @@ Subclasses override the underscored hooks. Inside them ``self.model``, ``self.nu
 ``self.n_calls``, ``self.locals`` (the loop's variables: ``actions``, ``new_obs``, ``rewards``,
 ``dones``, ``infos``, ...), ``self.logger`` and ``self.training_env`` are available.
 
-Built-in callbacks: :class:`EvalCallback`, :class:`CheckpointCallback`, :class:`EveryNTimesteps`, the stop
-callbacks and :class:`ProgressBarCallback`. Their frequencies count env timesteps (summed over envs),
+Built-in callbacks: `EvalCallback`, `CheckpointCallback`, `EveryNTimesteps`, the stop
+callbacks and `ProgressBarCallback`. Their frequencies count env timesteps (summed over envs),
 not calls as in Stable-Baselines3, whose names, arguments and hook order they follow otherwise.
 """
 
@@ -195,7 +195,7 @@ class _EveryTimesteps:
 
 
 class EventCallback(BaseCallback):
-    """A callback that runs a child callback when an event happens (see :meth:`_on_event`).
+    """A callback that runs a child callback when an event happens (see `_on_event()`).
 
     Args:
         callback: the child, run on each event; ``None`` for none.
@@ -255,7 +255,7 @@ class LogEveryNTimesteps(EveryNTimesteps):
     """Writes the model's log row (the ``rollout/``, ``time/``, ``train/`` keys) every ``n_steps`` env timesteps.
 
     Use it with ``learn(..., log_interval=None)`` to log by timesteps instead of by episodes, as in
-    Stable-Baselines3. Like :class:`EveryNTimesteps`, it fires each time the model's timestep count crosses a
+    Stable-Baselines3. Like `EveryNTimesteps`, it fires each time the model's timestep count crosses a
     multiple of ``n_steps``.
 
     Args:
@@ -281,7 +281,7 @@ def _save_npz(path: Path, **arrays: np.ndarray) -> None:
 class EvalCallback(EventCallback):
     """Evaluates the model every ``eval_freq`` env timesteps, keeps the best model and logs ``eval/*``.
 
-    Each evaluation runs :func:`~rlkit_td3.evaluation.evaluate_policy` for ``n_eval_episodes`` episodes, records
+    Each evaluation runs `evaluate_policy()` for ``n_eval_episodes`` episodes, records
     ``eval/mean_reward`` and ``eval/mean_ep_length`` and dumps the logger. With ``log_path`` it (re)writes
     ``<log_path>/evaluations.npz`` with arrays ``timesteps`` (n_evals,), ``results`` and ``ep_lengths``
     (n_evals, n_eval_episodes); with ``best_model_save_path`` it saves ``best_model.zip`` there whenever
@@ -295,8 +295,8 @@ class EvalCallback(EventCallback):
         eval_env: the env to evaluate on (an Env, an env id, a gymnasium vector env or a Stable-Baselines3-style
             VecEnv). Use a separate env from the training one.
         callback_on_new_best: run when a new best mean return is reached (e.g.
-            :class:`StopTrainingOnRewardThreshold`).
-        callback_after_eval: run after every evaluation (e.g. :class:`StopTrainingOnNoModelImprovement`).
+            `StopTrainingOnRewardThreshold`).
+        callback_after_eval: run after every evaluation (e.g. `StopTrainingOnNoModelImprovement`).
         n_eval_episodes: episodes per evaluation.
         eval_freq: the period, in env timesteps.
         log_path: folder for ``evaluations.npz`` (``None``: not written).
@@ -661,11 +661,11 @@ MaybeCallback = BaseCallback | Callable[[dict[str, Any], dict[str, Any]], bool] 
 
 
 def convert_callback(callback: MaybeCallback, progress_bar: bool = False) -> BaseCallback:
-    """Turn ``None``, a list, a function or a callback into one :class:`BaseCallback`.
+    """Turn ``None``, a list, a function or a callback into one `BaseCallback`.
 
     Args:
         callback: what the user passed to ``learn``.
-        progress_bar: add a :class:`ProgressBarCallback`.
+        progress_bar: add a `ProgressBarCallback`.
 
     Raises:
         TypeError: anything else.

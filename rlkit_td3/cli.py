@@ -1,6 +1,6 @@
 """The ``rlkit-td3`` command (also ``python -m rlkit_td3``): ``train``, ``eval``, ``record``, ``compare``, ``plot``.
 
-It parses arguments and calls the public API (:mod:`rlkit_td3.experiments`, :mod:`rlkit_td3.video`); bad input
+It parses arguments and calls the public API (`rlkit_td3.experiments`, `rlkit_td3.video`); bad input
 ends with one line on stderr naming what is wrong, and exit code 2.
 """
 
@@ -179,7 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _run_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The values of the options :func:`_add_run_options` adds, as keyword arguments of a run."""
+    """The values of the options `_add_run_options()` adds, as keyword arguments of a run."""
     from rlkit_td3.experiments import parse_override
 
     return {

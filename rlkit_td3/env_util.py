@@ -1,7 +1,7 @@
 """``make_vec_env`` and wrapper helpers (``stable_baselines3.common.env_util``'s counterpart).
 
 Not to be confused with the algorithm's internal ``rlkit_td3.off_policy.make_vec_env``, which wraps one env
-for training: this one builds a :class:`~rlkit_td3.vec_env.VecEnv` of ``n_envs`` monitored envs, as SB3's does.
+for training: this one builds a `VecEnv` of ``n_envs`` monitored envs, as SB3's does.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def make_vec_env(
     monitor_kwargs: dict[str, Any] | None = None,
     wrapper_kwargs: dict[str, Any] | None = None,
 ) -> VecEnv:
-    """Make ``n_envs`` envs, each wrapped in a :class:`~rlkit_td3.monitor.Monitor`, as one ``VecEnv``.
+    """Make ``n_envs`` envs, each wrapped in a `Monitor`, as one ``VecEnv``.
 
     Env ``i`` has rank ``start_index + i``. It is made by ``gymnasium.make(env_id, render_mode="rgb_array",
     **env_kwargs)`` (``env_kwargs`` may name another ``render_mode``) or by ``env_id(**env_kwargs)`` for a
@@ -47,7 +47,7 @@ def make_vec_env(
     ``monitor_dir``), then in ``wrapper_class(env, **wrapper_kwargs)`` if given.
 
     With a ``seed``, env ``i``'s action space is seeded with ``seed + rank`` and the first reset of the
-    ``VecEnv`` seeds env ``i`` with ``seed + rank`` too (through :meth:`VecEnv.seed`). SB3 seeds that first reset
+    ``VecEnv`` seeds env ``i`` with ``seed + rank`` too (through `VecEnv.seed()`). SB3 seeds that first reset
     with ``seed + i``, ignoring ``start_index``; the two agree for the default ``start_index=0``.
 
     Args:
@@ -58,8 +58,8 @@ def make_vec_env(
         monitor_dir: folder for the ``<rank>.monitor.csv`` files (created if needed); ``None`` for no files.
         wrapper_class: a ``gymnasium.Wrapper`` (or any ``env -> env`` function) applied after the Monitor.
         env_kwargs: keyword arguments for ``gymnasium.make`` or the env function.
-        vec_env_cls: :class:`~rlkit_td3.vec_env.DummyVecEnv` (default) or
-            :class:`~rlkit_td3.vec_env.SubprocVecEnv`.
+        vec_env_cls: `DummyVecEnv` (default) or
+            `SubprocVecEnv`.
         vec_env_kwargs: keyword arguments for ``vec_env_cls`` (e.g. ``{"start_method": "spawn"}``).
         monitor_kwargs: keyword arguments for the Monitor (e.g. ``{"info_keywords": ("is_success",)}``).
         wrapper_kwargs: keyword arguments for ``wrapper_class``.

@@ -1,10 +1,10 @@
 """PyBullet robots on gymnasium.
 
-Importing :mod:`rlkit_td3` imports this module. It registers the PyBullet ids (``HalfCheetahBulletEnv-v0``,
+Importing `rlkit_td3` imports this module. It registers the PyBullet ids (``HalfCheetahBulletEnv-v0``,
 ``AntBulletEnv-v0``, ...) with gymnasium: `pybullet_envs_gymnasium` registers them, and the nine ids in
-:data:`BULLET_ENV_IDS` are then pointed at thin subclasses defined here. Registration only names entry points:
+`BULLET_ENV_IDS` are then pointed at thin subclasses defined here. Registration only names entry points:
 ``pybullet`` itself is imported on the first ``gymnasium.make`` of a Bullet id, not before (the subclasses are
-built on first attribute access, see :func:`__getattr__`).
+built on first attribute access, see `__getattr__()`).
 
 The subclasses change three things of the port, each because a measurement showed it was needed (the commit
 that introduced them records the figures):
@@ -15,7 +15,7 @@ that introduced them records the figures):
   differs from what the original gave on the machine that recorded the reference trajectories (Haswell/Zen
   kernel): the port mismatched Ant, Humanoid and Reacher there, and matched them all with
   ``OPENBLAS_CORETYPE=Haswell``. Here the norm is ``sqrt((x0*x0 + x1*x1) + ...)`` left to right
-  (:func:`sequential_norm`), which is what those kernels return for these short vectors, on any CPU.
+  (`sequential_norm()`), which is what those kernels return for these short vectors, on any CPU.
 * **Actions are cast to float64 on entry.** Under numpy 2 (NEP 50) a float32 action keeps parts of the torque and
   reward arithmetic in float32: the Humanoid's torques (hence its dynamics) and the walkers' and Reacher's
   rewards then differ from what the same action values give as float64. With the cast, an env behaves like
@@ -28,7 +28,7 @@ that introduced them records the figures):
 
 Everything else (physics set-up, seeding call sequence, rewards, termination, rendering) is the port's, which
 reproduces the original ``pybullet_envs`` (pybullet 3.2.7) bit for bit when given the original's RNG
-(:func:`legacy_seed`). ``tests/test_bullet_envs.py`` guards that against recorded reference trajectories.
+(`legacy_seed()`). ``tests/test_bullet_envs.py`` guards that against recorded reference trajectories.
 """
 
 from __future__ import annotations
@@ -228,7 +228,7 @@ def _env_class(name: str) -> type:
     base = getattr(importlib.import_module(f"pybullet_envs_gymnasium.{module_name}"), name)
     doc = (
         f"``{name}`` of `pybullet_envs_gymnasium`, with a DIRECT physics client, float64 actions and a "
-        "BLAS-free target distance (see :mod:`rlkit_td3.envs`)."
+        "BLAS-free target distance (see `rlkit_td3.envs`)."
     )
     attrs = {"__module__": __name__, "__qualname__": name, "__doc__": doc, "_robot_fix": fix}
     return type(name, (_BulletEnvMixin, base), attrs)

@@ -128,7 +128,7 @@ def exportable_actor(
     epsilon: float | None = None,
     normalizer: Any = None,
 ) -> ExportableActor:
-    """The :class:`ExportableActor` of a model (``TD3``/``DDPG``) or a :class:`~rlkit_td3.policies.TD3Policy`.
+    """The `ExportableActor` of a model (``TD3``/``DDPG``) or a `TD3Policy`.
 
     Args:
         model_or_policy: a model (its ``.policy`` is used) or a policy.
@@ -187,23 +187,23 @@ def export(
 
     The file maps a float32 batch of observations ``(batch, *obs_shape)`` to env-unit actions
     ``(batch, *action_shape)``; on the same observations it agrees with ``model.predict(obs,
-    deterministic=True)`` to float32 rounding. See :func:`exportable_actor` for the normalisation arguments.
+    deterministic=True)`` to float32 rounding. See `exportable_actor()` for the normalisation arguments.
 
     Args:
         model_or_policy: a ``TD3``/``DDPG`` model or a ``TD3Policy``.
         path: the file to write (``.pt`` is usual for TorchScript, ``.onnx`` for ONNX).
         format: ``"torchscript"`` or ``"onnx"``.
-        obs_mean: see :func:`exportable_actor`.
-        obs_var: see :func:`exportable_actor`.
-        clip_obs: see :func:`exportable_actor`.
-        epsilon: see :func:`exportable_actor`.
-        normalizer: see :func:`exportable_actor`.
+        obs_mean: see `exportable_actor()`.
+        obs_var: see `exportable_actor()`.
+        clip_obs: see `exportable_actor()`.
+        epsilon: see `exportable_actor()`.
+        normalizer: see `exportable_actor()`.
 
     Returns:
         ``path`` as a ``Path``.
 
     Raises:
-        ValueError: an unknown ``format`` (and what :func:`exportable_actor` raises).
+        ValueError: an unknown ``format`` (and what `exportable_actor()` raises).
         ImportError: ``format="onnx"`` without the ``onnx`` / ``onnxscript`` packages (the ``export`` extra).
     """
     if format not in FORMATS:

@@ -11,9 +11,9 @@ Standard keys written by the algorithms: ``rollout/ep_rew_mean``, ``rollout/ep_l
 ``train/critic_loss``, ``train/n_updates``, ``train/learning_rate``; ``EvalCallback`` adds
 ``eval/mean_reward`` and ``eval/mean_ep_length``.
 
-Besides numbers and strings, :meth:`Logger.record` takes the value types of Stable-Baselines3:
-:class:`Image`, :class:`Figure`, :class:`Video` and :class:`HParam`. Only the TensorBoard writer shows them;
-the other writers raise :class:`FormatUnsupportedError` unless the key excludes them (``exclude=("stdout",
+Besides numbers and strings, `Logger.record()` takes the value types of Stable-Baselines3:
+`Image`, `Figure`, `Video` and `HParam`. Only the TensorBoard writer shows them;
+the other writers raise `FormatUnsupportedError` unless the key excludes them (``exclude=("stdout",
 "log", "json", "csv")``), as in SB3.
 """
 
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     import torch
 
 FORMATS = ("stdout", "log", "csv", "json", "tensorboard")
-"""The writer names :func:`configure` accepts."""
+"""The writer names `configure()` accepts."""
 
 
 def _to_python(value: Any) -> Any:
@@ -56,7 +56,7 @@ def _to_python(value: Any) -> Any:
 
 
 class Video:
-    """A video for :meth:`Logger.record`, shown by TensorBoard as an animated GIF in its images tab.
+    """A video for `Logger.record()`, shown by TensorBoard as an animated GIF in its images tab.
 
     The frames are encoded with Pillow (a matplotlib dependency), so unlike Stable-Baselines3 no ``moviepy``
     is needed. Several videos in one value are tiled into a grid, as ``SummaryWriter.add_video`` does.
@@ -83,7 +83,7 @@ class Video:
 
 
 class Figure:
-    """A matplotlib figure for :meth:`Logger.record`, rendered by TensorBoard's ``add_figure``.
+    """A matplotlib figure for `Logger.record()`, rendered by TensorBoard's ``add_figure``.
 
     Args:
         figure: the figure.
@@ -104,7 +104,7 @@ _IMAGE_AXES = "NCHW"
 
 
 class Image:
-    """An image for :meth:`Logger.record`, written with TensorBoard's ``add_image``.
+    """An image for `Logger.record()`, written with TensorBoard's ``add_image``.
 
     Args:
         image: a torch tensor or numpy array: ``uint8`` in [0, 255] or floats in [0, 1].
@@ -170,7 +170,7 @@ _VALUE_TYPES: dict[type, str] = {Video: "video", Figure: "figure", Image: "image
 
 
 class FormatUnsupportedError(NotImplementedError):
-    """A writer was given a value it cannot show (e.g. an :class:`Image` for ``"csv"``).
+    """A writer was given a value it cannot show (e.g. an `Image` for ``"csv"``).
 
     Args:
         unsupported_formats: the format names, e.g. ``["stdout", "log"]``.
@@ -192,23 +192,23 @@ class FormatUnsupportedError(NotImplementedError):
 
 
 class KVWriter:
-    """A destination for logged rows. Subclasses implement :meth:`write` (and :meth:`close` if they hold files)."""
+    """A destination for logged rows. Subclasses implement `write()` (and `close()` if they hold files)."""
 
     name = ""
     """The format name, used by ``Logger.record(..., exclude=...)``."""
 
     supported_value_types: tuple[type, ...] = ()
-    """Which of :class:`Image`, :class:`Figure`, :class:`Video`, :class:`HParam` the writer shows; the others
-    make :meth:`check_supported` raise."""
+    """Which of `Image`, `Figure`, `Video`, `HParam` the writer shows; the others
+    make `check_supported()` raise."""
 
     def write(self, values: dict[str, Any], step: int) -> None:
         """Write one row of ``key -> value`` at ``step`` (the total timesteps)."""
         raise NotImplementedError
 
     def check_supported(self, values: dict[str, Any]) -> None:
-        """Raise :class:`FormatUnsupportedError` if ``values`` holds a value type this writer cannot show.
+        """Raise `FormatUnsupportedError` if ``values`` holds a value type this writer cannot show.
 
-        :meth:`Logger.dump` calls it for every writer before any writes, so a row is written everywhere
+        `Logger.dump()` calls it for every writer before any writes, so a row is written everywhere
         or nowhere.
         """
         for key, val in values.items():
@@ -371,7 +371,7 @@ class TensorBoardOutputFormat(KVWriter):
     """Writes a row to TensorBoard event files in ``folder`` (``torch.utils.tensorboard.SummaryWriter``).
 
     Numbers become scalars, strings text, arrays and tensors histograms, and the value types
-    :class:`Image`, :class:`Figure`, :class:`Video` and :class:`HParam` images, figures, GIF videos and the
+    `Image`, `Figure`, `Video` and `HParam` images, figures, GIF videos and the
     HPARAMS tab. To log anything else, use the ``SummaryWriter`` itself: ``self.writer``, found among
     ``logger.output_formats``.
 
@@ -429,11 +429,11 @@ class TensorBoardOutputFormat(KVWriter):
 
 
 class Logger:
-    """Collects key-value pairs and writes them to its writers on :meth:`dump`.
+    """Collects key-value pairs and writes them to its writers on `dump()`.
 
     Args:
         folder: the folder the file writers write into (``None`` when there are none).
-        output_formats: the destinations (SB3's name; kept in :attr:`output_formats`).
+        output_formats: the destinations (SB3's name; kept in `output_formats`).
         writers: the same, under this library's earlier name; give one of the two.
     """
 
@@ -455,7 +455,7 @@ class Logger:
 
     @property
     def writers(self) -> list[KVWriter]:
-        """The writers: the same list as :attr:`output_formats`."""
+        """The writers: the same list as `output_formats`."""
         return self.output_formats
 
     @writers.setter
@@ -468,7 +468,7 @@ class Logger:
         Args:
             key: the name, ``"group/name"`` by convention.
             value: a number, a string (numpy and torch scalars are converted), an array or tensor (a
-                TensorBoard histogram) or one of :class:`Image`, :class:`Figure`, :class:`Video`, :class:`HParam`.
+                TensorBoard histogram) or one of `Image`, `Figure`, `Video`, `HParam`.
             exclude: format names (e.g. ``"tensorboard"``) that skip this key; as in SB3, ``"stdout"`` and
                 ``"log"`` each exclude both text tables.
         """

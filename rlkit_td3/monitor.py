@@ -23,7 +23,7 @@ from rlkit_td3.serialization import atomic_write
 
 MONITOR_SUFFIX = "monitor.csv"
 X_AXES = ("timesteps", "episodes", "walltime_hrs")
-"""The x axes :func:`plot_results` accepts."""
+"""The x axes `plot_results()` accepts."""
 
 
 class Monitor(gym.Wrapper):
@@ -120,7 +120,7 @@ def _monitor_path(filename: str | os.PathLike[str]) -> Path:
 
 
 def is_monitored(env: gym.Env) -> bool:
-    """Whether ``env`` has a :class:`Monitor` anywhere in its wrapper chain."""
+    """Whether ``env`` has a `Monitor` anywhere in its wrapper chain."""
     while isinstance(env, gym.Wrapper):
         if isinstance(env, Monitor):
             return True
@@ -163,7 +163,7 @@ def load_results(path: str | os.PathLike[str]) -> pd.DataFrame:
 
 
 def ts2xy(data: pd.DataFrame, x_axis: str) -> tuple[np.ndarray, np.ndarray]:
-    """Turn :func:`load_results` output into ``(x, returns)`` for ``x_axis`` in :data:`X_AXES`.
+    """Turn `load_results()` output into ``(x, returns)`` for ``x_axis`` in `X_AXES`.
 
     Raises:
         ValueError: an unknown ``x_axis``.
@@ -190,7 +190,7 @@ def plot_results(
 ) -> Path:
     """Plot the episode returns of one or more monitor folders and their rolling mean into a PNG.
 
-    Stable-Baselines3's pyplot version, with its arguments, is :func:`rlkit_td3.results_plotter.plot_results`.
+    Stable-Baselines3's pyplot version, with its arguments, is `rlkit_td3.results_plotter.plot_results()`.
 
     Args:
         dirs: folders holding ``monitor.csv`` files; one curve per folder.

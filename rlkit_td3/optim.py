@@ -6,8 +6,8 @@ networks, the Python around those calls is measurable: ``Optimizer.zero_grad`` a
 per call inside an update, as much as the fused Adam kernel itself; skipping it makes a DDPG update about 5 %
 faster (the Performance page has the measurement). The two functions here do the same work with less of it:
 
-* :func:`zero_grad` sets every gradient to ``None``, what ``optimizer.zero_grad(set_to_none=True)`` does;
-* :func:`optimizer_step` calls torch's functional Adam (``torch.optim.adam.adam``, the function ``Adam.step``
+* `zero_grad()` sets every gradient to ``None``, what ``optimizer.zero_grad(set_to_none=True)`` does;
+* `optimizer_step()` calls torch's functional Adam (``torch.optim.adam.adam``, the function ``Adam.step``
   itself calls) for a plain ``torch.optim.Adam`` or ``AdamW`` whose state exists, and ``optimizer.step()`` in
   every other case: other optimizers, subclasses, hooks, a patched ``step`` (e.g. by an LR scheduler), missing
   gradients, AMSGrad, the first step (which creates the state).

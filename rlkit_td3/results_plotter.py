@@ -1,12 +1,12 @@
 """Learning curves of ``monitor.csv`` files drawn with pyplot, as Stable-Baselines3's ``results_plotter``.
 
 The names, arguments and behaviour follow ``stable_baselines3.common.results_plotter`` (SB3 2.9), so
-``from rlkit_td3.results_plotter import plot_results`` replaces the SB3 import: :func:`plot_results` draws
+``from rlkit_td3.results_plotter import plot_results`` replaces the SB3 import: `plot_results()` draws
 on the pyplot figure named after ``task_name`` (made if missing) and leaves it current, for the caller to
-``plt.show()`` or ``plt.savefig(...)``. The data come from :func:`rlkit_td3.monitor.load_results`.
+``plt.show()`` or ``plt.savefig(...)``. The data come from `rlkit_td3.monitor.load_results()`.
 
 To write a PNG without pyplot (no global figure state, no display), use
-:func:`rlkit_td3.monitor.plot_results` instead.
+`rlkit_td3.monitor.plot_results()` instead.
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ X_EPISODES = "episodes"
 X_WALLTIME = "walltime_hrs"
 """x axis: each episode's end in hours since the earliest monitor file started."""
 POSSIBLE_X_AXES = [X_TIMESTEPS, X_EPISODES, X_WALLTIME]
-"""The x axes :func:`ts2xy` accepts."""
+"""The x axes `ts2xy()` accepts."""
 EPISODES_WINDOW = 100
-"""Episodes in the rolling mean drawn by :func:`plot_curves` (SB3's value)."""
+"""Episodes in the rolling mean drawn by `plot_curves()` (SB3's value)."""
 
 
 def _check_window(window: int, length: int | None = None) -> int:
@@ -84,12 +84,12 @@ def window_func(
 
 
 def ts2xy(data_frame: pd.DataFrame, x_axis: str) -> tuple[np.ndarray, np.ndarray]:
-    """Split :func:`~rlkit_td3.monitor.load_results` output into the x values and the episode returns.
+    """Split `load_results()` output into the x values and the episode returns.
 
     Args:
         data_frame: columns ``r`` (return), ``l`` (length) and ``t`` (seconds since the start).
-        x_axis: :data:`X_TIMESTEPS` (cumulated lengths), :data:`X_EPISODES` (0, 1, 2, ...) or
-            :data:`X_WALLTIME` (``t`` in hours).
+        x_axis: `X_TIMESTEPS` (cumulated lengths), `X_EPISODES` (0, 1, 2, ...) or
+            `X_WALLTIME` (``t`` in hours).
 
     Returns:
         ``(x, returns)``, two arrays of one value per episode.
@@ -122,11 +122,11 @@ def plot_curves(
     is) is left current.
 
     Args:
-        xy_list: one ``(x, returns)`` pair per curve, e.g. from :func:`ts2xy`.
+        xy_list: one ``(x, returns)`` pair per curve, e.g. from `ts2xy()`.
         x_axis: the x label.
         title: the figure's name and title.
         figsize: the size in inches of a new figure.
-        window: episodes in the rolling mean (SB3 always uses :data:`EPISODES_WINDOW`).
+        window: episodes in the rolling mean (SB3 always uses `EPISODES_WINDOW`).
 
     Raises:
         ValueError: ``xy_list`` is empty or ``window`` is not a positive int.
@@ -156,12 +156,12 @@ def plot_results(
     figsize: tuple[float, float] = (8, 2),
     window: int = EPISODES_WINDOW,
 ) -> None:
-    """Draw the learning curves of monitor folders with :func:`plot_curves` (one curve per folder).
+    """Draw the learning curves of monitor folders with `plot_curves()` (one curve per folder).
 
     Args:
         dirs: folders holding ``*monitor.csv`` files (a single folder is also accepted).
         num_timesteps: only the episodes that end within this many timesteps; ``None`` for all.
-        x_axis: :data:`X_TIMESTEPS`, :data:`X_EPISODES` or :data:`X_WALLTIME`.
+        x_axis: `X_TIMESTEPS`, `X_EPISODES` or `X_WALLTIME`.
         task_name: the figure's name and title.
         figsize: the size in inches of a new figure.
         window: episodes in the rolling mean.

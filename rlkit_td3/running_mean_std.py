@@ -14,7 +14,7 @@ import numpy as np
 
 
 class RunningMeanStd:
-    """Mean, variance and count of everything passed to :meth:`update` (along axis 0), in float64.
+    """Mean, variance and count of everything passed to `update()` (along axis 0), in float64.
 
     Args:
         epsilon: weight of the initial pseudo-sample (mean 0, variance 1); must be positive.

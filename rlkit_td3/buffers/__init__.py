@@ -1,9 +1,9 @@
-"""Replay buffers. Custom buffers subclass :class:`ReplayBuffer` and keep its constructor signature."""
+"""Replay buffers. Custom buffers subclass `ReplayBuffer` and keep its constructor signature."""
 
 from rlkit_td3.buffers.replay_buffer import ReplayBuffer, ReplayBufferSamples
 
 BUFFER_REGISTRY: dict[str, type[ReplayBuffer]] = {"ReplayBuffer": ReplayBuffer}
-"""Buffer classes a saved model may name; add your own with :func:`register_buffer`."""
+"""Buffer classes a saved model may name; add your own with `register_buffer()`."""
 
 
 def register_buffer(name: str, cls: type[ReplayBuffer]) -> None:

@@ -24,7 +24,7 @@ from rlkit_td3.schedules import ScheduleLike
 
 
 class DDPG(OffPolicyAlgorithm):
-    """Deep Deterministic Policy Gradient. See :class:`~rlkit_td3.off_policy.OffPolicyAlgorithm`.
+    """Deep Deterministic Policy Gradient. See `OffPolicyAlgorithm`.
 
     ``policy_kwargs`` may still set ``n_critics``; the default is 1. The caller's dict is not modified.
     """

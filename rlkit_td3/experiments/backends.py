@@ -1,6 +1,6 @@
 """Where a comparison's runs execute: ``local`` (a process pool on this machine) or ``ray`` (Ray tasks).
 
-Both run the same job, :func:`run_job`, in a fresh process per run with the same number of torch threads, so a
+Both run the same job, `run_job()`, in a fresh process per run with the same number of torch threads, so a
 run's result does not depend on the backend. Each backend yields ``(index, result or exception)`` pairs as runs
 finish, in the order they finish.
 """
@@ -21,7 +21,7 @@ from typing import IO, Any
 
 BACKENDS = ("local", "ray")
 Job = tuple[dict[str, Any], str]
-"""A run: the :class:`~rlkit_td3.experiments.runner.RunSpec` as a dict, and its run directory."""
+"""A run: the `RunSpec` as a dict, and its run directory."""
 
 
 class BackendError(RuntimeError):
@@ -52,7 +52,7 @@ def _redirect_output(log: IO[str]) -> Iterator[None]:
 def run_job(spec: dict[str, Any], run_dir: str, threads: int) -> dict[str, Any]:
     """Train one run (resuming from its newest checkpoint, if any) with ``threads`` torch threads.
 
-    The run's own output goes to ``<run_dir>/train.log``. Returns :func:`train_run`'s result plus the host name.
+    The run's own output goes to ``<run_dir>/train.log``. Returns `train_run()`'s result plus the host name.
     """
     import torch
 

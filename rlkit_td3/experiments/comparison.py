@@ -1,12 +1,12 @@
 """Compare algorithms over envs × seeds: run the grid (resumably), then write a table, a summary and plots.
 
 ``compare(["td3", "ddpg"], ["HopperBulletEnv-v0"], seeds=[0, 1, 2], timesteps=100_000, out="cmp")`` trains
-the six runs into ``cmp/runs/<algo>_<env>_seed<S>/`` (run directories, see :mod:`.runner`) and writes:
+the six runs into ``cmp/runs/<algo>_<env>_seed<S>/`` (run directories, see `.runner`) and writes:
 
 - ``cmp/results.csv``: one row per (algo, env, seed, evaluation timestep) with the mean evaluation return;
 - ``cmp/summary.md``: per env and algo, the final return (mean ± std over seeds) and the IQM with its 95 %
-  stratified-bootstrap CI (:mod:`.stats`);
-- ``cmp/learning_curve_<env>.png``: mean return per algo with a bootstrap CI band (:mod:`.plots`).
+  stratified-bootstrap CI (`.stats`);
+- ``cmp/learning_curve_<env>.png``: mean return per algo with a bootstrap CI band (`.plots`).
 
 A run is complete once the comparison has stored its ``result.json``; calling ``compare`` again with the same
 ``out`` skips complete runs and resumes unfinished ones from their newest checkpoint, so an interrupted sweep

@@ -1,6 +1,6 @@
 """Hyperparameter presets shipped as data (``presets.toml``), and the resolution of a run's configuration.
 
-:func:`resolve_config` merges, in order: the algorithm's own defaults, the preset's values for the algorithm
+`resolve_config()` merges, in order: the algorithm's own defaults, the preset's values for the algorithm
 (its ``default`` table, then the env's table), then the caller's overrides. It returns the constructor keyword
 arguments, the number of timesteps, and where each value came from (``"default"``, ``"preset:NAME"`` or
 ``"override"``), which the CLI writes to ``config.json``.
@@ -146,7 +146,7 @@ def resolve_config(
         algo: ``"td3"`` or ``"ddpg"``.
         env_id: the gymnasium id (selects the preset's env table, if it has one).
         preset: a shipped preset name (``"zoo"``, ``"paper"``) or None.
-        overrides: values that win over everything, by key (see :data:`HYPERPARAMETERS`).
+        overrides: values that win over everything, by key (see `HYPERPARAMETERS`).
 
     Returns:
         ``{"algo", "env_id", "preset", "hyperparameters": {key: value}, "origins": {key: origin},
@@ -217,7 +217,7 @@ def _is_float(text: str) -> bool:
 
 
 def make_model(config: dict[str, Any], env: Any, seed: int | None = None, **kwargs: Any) -> Any:
-    """Build the algorithm of a :func:`resolve_config` result on ``env`` (an id, an Env or a VectorEnv).
+    """Build the algorithm of a `resolve_config()` result on ``env`` (an id, an Env or a VectorEnv).
 
     The constructor validates every value and raises a ValueError/TypeError naming the parameter.
     """

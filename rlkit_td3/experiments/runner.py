@@ -3,7 +3,7 @@
 A run directory holds ``model.zip`` (the final model), ``config.json`` (the resolved hyperparameters and where
 each came from), ``monitor.csv`` (training episodes), ``progress.csv`` (the training log), ``evaluations.npz``
 (periodic deterministic evaluations) and ``checkpoints/`` (model and replay buffer every ``checkpoint_freq``
-steps). :func:`train_run` with ``resume=True`` continues from the newest checkpoint; the three logs are cut back
+steps). `train_run()` with ``resume=True`` continues from the newest checkpoint; the three logs are cut back
 to that checkpoint first, so a resumed run's files read as if it had never stopped.
 """
 
@@ -181,7 +181,7 @@ def train_run(
         ``{"num_timesteps", "timesteps", "mean_returns", "std_returns", "wall_time_s"}``: the run's evaluations.
 
     Raises:
-        ConfigError: bad input in ``spec`` (see :meth:`RunSpec.resolve`); checkpoints in ``out`` without
+        ConfigError: bad input in ``spec`` (see `RunSpec.resolve()`); checkpoints in ``out`` without
             ``resume``; a resume with another algo, env, seed or hyperparameters than ``out``'s ``config.json``.
     """
     from rlkit_td3.callbacks import CheckpointCallback, EvalCallback

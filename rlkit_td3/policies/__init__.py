@@ -1,4 +1,4 @@
-"""Policies: ``MlpPolicy`` (= :class:`TD3Policy`) and the registry of policy aliases."""
+"""Policies: ``MlpPolicy`` (= `TD3Policy`) and the registry of policy aliases."""
 
 from rlkit_td3.policies.td3_policy import DEFAULT_NET_ARCH, Actor, CriticEnsemble, TD3Policy, parse_net_arch
 

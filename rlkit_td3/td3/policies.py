@@ -1,6 +1,6 @@
 """The policies TD3 uses, where Stable-Baselines3 users import them (``stable_baselines3.td3.policies``).
 
-They live in :mod:`rlkit_td3.policies`; this module only names them.
+They live in `rlkit_td3.policies`; this module only names them.
 """
 
 from rlkit_td3.policies import MlpPolicy, TD3Policy

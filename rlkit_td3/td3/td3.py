@@ -2,7 +2,7 @@
 
 The three switches, on: two critics (the target takes their minimum), target policy smoothing with
 N(0, 0.2) noise clipped to ±0.5, and a policy delay of 2. Everything else lives in
-:class:`~rlkit_td3.off_policy.OffPolicyAlgorithm`. Defaults follow Stable-Baselines3 2.x, except the
+`OffPolicyAlgorithm`. Defaults follow Stable-Baselines3 2.x, except the
 exploration noise (Gaussian σ = 0.1 instead of none).
 """
 
@@ -23,13 +23,16 @@ from rlkit_td3.schedules import ScheduleLike
 
 
 class TD3(OffPolicyAlgorithm):
-    """Twin Delayed DDPG. See :class:`~rlkit_td3.off_policy.OffPolicyAlgorithm` for the arguments.
+    """Twin Delayed DDPG. See `OffPolicyAlgorithm` for the arguments.
 
     The critic count is the policy's ``n_critics`` (default 2; set it in ``policy_kwargs``).
 
     Example:
-        >>> from rlkit_td3 import TD3
-        >>> model = TD3("MlpPolicy", "Pendulum-v1").learn(10_000)  # doctest: +SKIP
+        ```python
+        from rlkit_td3 import TD3
+
+        model = TD3("MlpPolicy", "Pendulum-v1").learn(10_000)
+        ```
     """
 
     def __init__(

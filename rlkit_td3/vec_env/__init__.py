@@ -43,7 +43,7 @@ def unwrap_vec_wrapper(env: VecEnv, vec_wrapper_class: type[VecEnvWrapperT]) -> 
 
 
 def unwrap_vec_normalize(env: VecEnv) -> VecNormalize | None:
-    """The :class:`VecNormalize` in ``env``'s chain, or ``None``."""
+    """The `VecNormalize` in ``env``'s chain, or ``None``."""
     return unwrap_vec_wrapper(env, VecNormalize)
 
 
@@ -55,7 +55,7 @@ def is_vecenv_wrapped(env: VecEnv, vec_wrapper_class: type[VecEnvWrapper]) -> bo
 def sync_envs_normalization(env: VecEnv, eval_env: VecEnv) -> None:
     """Copy the ``VecNormalize`` statistics of ``env`` into ``eval_env``, layer by layer (as SB3 does).
 
-    The two chains are walked together; at each layer where ``env`` has a :class:`VecNormalize`, ``eval_env``
+    The two chains are walked together; at each layer where ``env`` has a `VecNormalize`, ``eval_env``
     gets a copy of its ``obs_rms`` and ``ret_rms`` (so later training does not move the eval statistics).
 
     Raises:

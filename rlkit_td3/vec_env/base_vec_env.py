@@ -30,7 +30,7 @@ VecEnvIndices = Union[None, int, Iterable[int]]  # noqa: UP007 - a runtime alias
 VecEnvObs = Union[np.ndarray, dict[str, np.ndarray], tuple[np.ndarray, ...]]  # noqa: UP007
 """A batch of observations: one array with a leading env axis, or a dict / tuple of such arrays."""
 VecEnvStepReturn = tuple[VecEnvObs, np.ndarray, np.ndarray, list[dict]]
-"""What :meth:`VecEnv.step` returns: ``(obs, rewards, dones, infos)``."""
+"""What `VecEnv.step()` returns: ``(obs, rewards, dones, infos)``."""
 
 
 def tile_images(images: Sequence[np.ndarray]) -> np.ndarray:
@@ -96,17 +96,17 @@ class VecEnv(ABC):
     def reset(self) -> VecEnvObs:
         """Reset every env and return the batch of first observations (their infos go to ``reset_infos``).
 
-        Each env is reset with the seed and options set by :meth:`seed` / :meth:`set_options`, which apply to
+        Each env is reset with the seed and options set by `seed()` / `set_options()`, which apply to
         this one reset only.
         """
 
     @abstractmethod
     def step_async(self, actions: np.ndarray) -> None:
-        """Send one action per env; :meth:`step_wait` collects the results."""
+        """Send one action per env; `step_wait()` collects the results."""
 
     @abstractmethod
     def step_wait(self) -> VecEnvStepReturn:
-        """Wait for the step started by :meth:`step_async` and return ``(obs, rewards, dones, infos)``."""
+        """Wait for the step started by `step_async()` and return ``(obs, rewards, dones, infos)``."""
 
     @abstractmethod
     def close(self) -> None:
@@ -139,7 +139,7 @@ class VecEnv(ABC):
         """Whether each addressed env has a ``wrapper_class`` wrapper in its chain."""
 
     def step(self, actions: np.ndarray) -> VecEnvStepReturn:
-        """Step every env with its action: :meth:`step_async` then :meth:`step_wait`."""
+        """Step every env with its action: `step_async()` then `step_wait()`."""
         self.step_async(actions)
         return self.step_wait()
 
@@ -174,7 +174,7 @@ class VecEnv(ABC):
         return None
 
     def seed(self, seed: int | None = None) -> Sequence[int | None]:
-        """Seed the next :meth:`reset`: env ``i`` is reset with ``seed + i``.
+        """Seed the next `reset()`: env ``i`` is reset with ``seed + i``.
 
         With ``None`` a random base seed is drawn from NumPy's global generator, as SB3 does.
 
@@ -191,7 +191,7 @@ class VecEnv(ABC):
         return list(self._seeds)
 
     def set_options(self, options: list[dict] | dict | None = None) -> None:
-        """Options for the next :meth:`reset`: one dict for every env, or a list of one dict per env.
+        """Options for the next `reset()`: one dict for every env, or a list of one dict per env.
 
         Raises:
             ValueError: a list whose length is not ``num_envs``, or entries that are not dicts.
@@ -208,7 +208,7 @@ class VecEnv(ABC):
 
     @property
     def unwrapped(self) -> VecEnv:
-        """The innermost ``VecEnv`` (itself unless this is a :class:`VecEnvWrapper`)."""
+        """The innermost ``VecEnv`` (itself unless this is a `VecEnvWrapper`)."""
         return self
 
     def getattr_depth_check(self, name: str, already_found: bool) -> str | None:
@@ -250,7 +250,7 @@ class VecEnv(ABC):
 
 
 class VecEnvWrapper(VecEnv):
-    """Base of the wrappers around a :class:`VecEnv`: everything not overridden goes to ``venv``.
+    """Base of the wrappers around a `VecEnv`: everything not overridden goes to ``venv``.
 
     Attributes that the wrapper does not have are looked up down the chain of wrappers (``wrapper.obs_rms``
     finds a ``VecNormalize`` below); a name held by two layers below is ambiguous and raises

@@ -34,7 +34,7 @@ class DummyVecEnv(VecEnv):
     """Runs the envs sequentially in the calling process; the sub-envs are in ``.envs``.
 
     The right choice for fast envs (the Bullet and MuJoCo locomotion tasks), where a worker process costs
-    more in communication than it saves; see :class:`~rlkit_td3.vec_env.SubprocVecEnv` for slow envs.
+    more in communication than it saves; see `SubprocVecEnv` for slow envs.
 
     Args:
         env_fns: one function per env, each returning a new ``gymnasium.Env``.

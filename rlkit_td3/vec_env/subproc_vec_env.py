@@ -89,7 +89,7 @@ class SubprocVecEnv(VecEnv):
     """Runs each env in its own process and steps them in parallel.
 
     The env functions are sent to the workers with cloudpickle, so lambdas work; what the envs return
-    (observations, infos) must be picklable. Call :meth:`close` when done.
+    (observations, infos) must be picklable. Call `close()` when done.
 
     Args:
         env_fns: one function per env, each returning a new ``gymnasium.Env``.

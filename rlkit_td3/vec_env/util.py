@@ -53,7 +53,7 @@ def dict_to_obs(obs_space: spaces.Space, obs_dict: dict[Any, np.ndarray]) -> Any
 
 
 def obs_to_dict(obs_space: spaces.Space, obs: Any) -> dict[Any, Any]:
-    """Inverse of :func:`dict_to_obs` for one (or a batch of) observation(s)."""
+    """Inverse of `dict_to_obs()` for one (or a batch of) observation(s)."""
     if isinstance(obs_space, spaces.Dict):
         return {key: obs[key] for key in obs_space.spaces}
     if isinstance(obs_space, spaces.Tuple):

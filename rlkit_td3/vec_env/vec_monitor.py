@@ -1,7 +1,7 @@
 """``VecMonitor``: episode returns and lengths of every env of a ``VecEnv`` (SB3's ``VecMonitor``).
 
-The optional CSV file has the format of :class:`rlkit_td3.monitor.Monitor` (and SB3's), so
-:func:`rlkit_td3.monitor.load_results` reads it.
+The optional CSV file has the format of `rlkit_td3.monitor.Monitor` (and SB3's), so
+`rlkit_td3.monitor.load_results()` reads it.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def _env_id(venv: VecEnv) -> str | None:
 class VecMonitor(VecEnvWrapper):
     """Adds ``infos[i]["episode"] = {"r": return, "l": length, "t": seconds}`` when env ``i``'s episode ends.
 
-    One wrapper for all envs, cheaper than a :class:`~rlkit_td3.monitor.Monitor` per env; it warns when the
+    One wrapper for all envs, cheaper than a `Monitor` per env; it warns when the
     envs already have a ``Monitor`` (the episode statistics would then be recorded twice).
 
     Args:

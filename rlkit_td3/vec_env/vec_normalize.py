@@ -7,7 +7,7 @@ deviation of the discounted return ``R <- gamma * R + r`` (reset at episode ends
 
 Statistics are saved in a safe format (no pickle): a zip archive holding ``vec_normalize.json`` (the
 settings) and ``statistics.npz`` (the float64 arrays), written atomically. SB3 pickles the whole wrapper;
-:meth:`VecNormalize.load` reads such a file only with ``allow_pickle=True``.
+`VecNormalize.load()` reads such a file only with ``allow_pickle=True``.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ class VecNormalize(VecEnvWrapper):
         norm_obs_keys: the keys of a Dict observation space to normalise (default: all; they must be Boxes).
 
     Attributes:
-        obs_rms: the observation :class:`~rlkit_td3.running_mean_std.RunningMeanStd` (a dict of them, by key,
+        obs_rms: the observation `RunningMeanStd` (a dict of them, by key,
             for Dict spaces).
         ret_rms: the statistics of the discounted return.
         returns: the current discounted return of each env.
@@ -197,7 +197,7 @@ class VecNormalize(VecEnvWrapper):
         return self._normalize(obs, self.obs_rms).astype(np.float32)  # type: ignore[arg-type]
 
     def unnormalize_obs(self, obs: VecEnvObs | dict[str, np.ndarray]) -> VecEnvObs:
-        """Invert :meth:`normalize_obs` (up to clipping and float32 rounding)."""
+        """Invert `normalize_obs()` (up to clipping and float32 rounding)."""
         result = deepcopy(obs)
         if not self.norm_obs:
             return result
@@ -214,7 +214,7 @@ class VecNormalize(VecEnvWrapper):
         return reward
 
     def unnormalize_reward(self, reward: np.ndarray) -> np.ndarray:
-        """Invert :meth:`normalize_reward` (up to clipping)."""
+        """Invert `normalize_reward()` (up to clipping)."""
         if self.norm_reward:
             return reward * np.sqrt(self.ret_rms.var + self.epsilon)
         return reward
@@ -228,7 +228,7 @@ class VecNormalize(VecEnvWrapper):
         return self.old_reward.copy()
 
     def set_venv(self, venv: VecEnv) -> None:
-        """Attach the env to a wrapper that has none (one built by :meth:`load` or :meth:`from_state`).
+        """Attach the env to a wrapper that has none (one built by `load()` or `from_state()`).
 
         Raises:
             ValueError: this wrapper already has an env, or ``venv``'s observations do not fit the statistics.
@@ -270,7 +270,7 @@ class VecNormalize(VecEnvWrapper):
 
         Besides the statistics, ``arrays["returns"]`` holds each env's running discounted return, so that a
         run restored mid-episode scales its rewards exactly as it would have (SB3 does not save them).
-        :meth:`set_state` restores all of it bit for bit; :meth:`save` writes exactly this.
+        `set_state()` restores all of it bit for bit; `save()` writes exactly this.
         """
         config: dict[str, Any] = {"format": STATE_FORMAT, "format_version": STATE_VERSION}
         config.update({name: getattr(self, name) for name in _SETTINGS})
@@ -293,7 +293,7 @@ class VecNormalize(VecEnvWrapper):
         return {"config": config, "arrays": arrays}
 
     def set_state(self, state: dict[str, Any]) -> None:
-        """Restore :meth:`get_state` output: settings and statistics, and the running discounted returns when
+        """Restore `get_state()` output: settings and statistics, and the running discounted returns when
         they are for as many envs as this wrapper has (otherwise those start from zero, as after SB3's load).
 
         Raises:
@@ -350,7 +350,7 @@ class VecNormalize(VecEnvWrapper):
 
     @classmethod
     def from_state(cls, state: dict[str, Any], venv: VecEnv | None = None) -> VecNormalize:
-        """A wrapper with :meth:`get_state` output restored, around ``venv`` (or none: see :meth:`set_venv`)."""
+        """A wrapper with `get_state()` output restored, around ``venv`` (or none: see `set_venv()`)."""
         self = cls.__new__(cls)
         self.__dict__["venv"] = None
         self.class_attributes = {}
@@ -377,7 +377,7 @@ class VecNormalize(VecEnvWrapper):
 
     @staticmethod
     def load(load_path: str | os.PathLike[str], venv: VecEnv, allow_pickle: bool = False) -> VecNormalize:
-        """Rebuild a wrapper around ``venv`` from a file written by :meth:`save`.
+        """Rebuild a wrapper around ``venv`` from a file written by `save()`.
 
         Args:
             load_path: the file.

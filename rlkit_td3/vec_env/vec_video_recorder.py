@@ -1,7 +1,7 @@
 """``VecVideoRecorder``: record videos of a ``VecEnv`` while it runs (SB3's ``VecVideoRecorder``).
 
 The frames are the envs' ``render()`` images, tiled into one frame when there are several envs; they are
-written with :mod:`rlkit_td3.video`'s writer (MP4 through imageio-ffmpeg, or a GIF when ffmpeg is missing),
+written with `rlkit_td3.video`'s writer (MP4 through imageio-ffmpeg, or a GIF when ffmpeg is missing),
 atomically. Install the writer with ``pip install rlkit_td3[video]``.
 """
 
@@ -23,7 +23,7 @@ class VecVideoRecorder(VecEnvWrapper):
 
     Steps count calls to ``step`` (each is ``num_envs`` env steps) from 0. A video starts with the frame of
     the step (or reset) that triggered it and is written once it has ``video_length`` more frames, or at
-    :meth:`close`. Files are named ``{name_prefix}-step-{start}-to-step-{start + video_length}.mp4`` in
+    `close()`. Files are named ``{name_prefix}-step-{start}-to-step-{start + video_length}.mp4`` in
     ``video_folder`` (``.gif`` when ffmpeg is missing).
 
     Args:
