@@ -628,25 +628,33 @@ def read_npy_member(
     return array
 
 
-def check_buffer_meta(meta: Any, *, obs_shape: tuple[int, ...], action_dim: int, n_envs: int) -> dict[str, Any]:
-    """The JSON header of a replay buffer file: types, shapes against the buffer's, ``n_envs``, sampler state."""
+def check_buffer_meta(
+    meta: Any, *, obs_shape: tuple[int, ...], action_dim: int, n_envs: int, optimize_memory_usage: bool
+) -> dict[str, Any]:
+    """The JSON header of a replay buffer file: types, layout and shapes against the buffer's, ``n_envs`` (which
+    must match for the memory-optimized layout's per-env rings), sampler state."""
     if not isinstance(meta, dict):
         raise ModelFileError("the replay buffer file's meta is not a JSON object")
     try:
+        for key in ("full", "optimize_memory_usage"):
+            if not isinstance(meta.get(key), bool):
+                raise ModelFileError(f"replay buffer {key} must be a bool, got {meta.get(key)!r}")
+        if meta["optimize_memory_usage"] != optimize_memory_usage:
+            raise ModelFileError(
+                f"replay buffer file was saved with optimize_memory_usage={meta['optimize_memory_usage']}, "
+                f"this buffer has optimize_memory_usage={optimize_memory_usage}"
+            )
         file_obs = meta["obs_shape"]
         if not isinstance(file_obs, list) or tuple(file_obs) != tuple(obs_shape) or meta["action_dim"] != action_dim:
             raise ModelFileError(
                 f"replay buffer file has obs shape {file_obs} and action dim {meta['action_dim']!r}, "
                 f"this buffer has {obs_shape} and {action_dim}"
             )
-        if _int("replay buffer n_envs", meta["n_envs"], 1, 2**16) != n_envs:
+        if _int("replay buffer n_envs", meta["n_envs"], 1, 2**16) != n_envs and optimize_memory_usage:
             raise ModelFileError(f"replay buffer file has n_envs={meta['n_envs']}, this buffer has n_envs={n_envs}")
         _int("replay buffer buffer_size", meta["buffer_size"], 1, 2**40)
         _int("replay buffer size", meta["size"], 0, meta["buffer_size"])
         _int("replay buffer pos", meta["pos"], 0, meta["buffer_size"] - 1)
-        for key in ("full", "optimize_memory_usage"):
-            if not isinstance(meta.get(key), bool):
-                raise ModelFileError(f"replay buffer {key} must be a bool, got {meta.get(key)!r}")
         check_numpy_rng_state("replay buffer rng_state", meta["rng_state"])
     except KeyError as exc:
         raise ModelFileError(f"the replay buffer file's meta lacks {exc}") from exc

@@ -372,13 +372,12 @@ class ReplayBuffer:
             raise ModelFileError(f"the replay buffer file has unexpected entries {sorted(names - allowed)}")
         raw = read_npy_member(archive, "meta", np.uint8, None, max_items=MAX_BUFFER_META_BYTES)
         meta = check_buffer_meta(
-            json.loads(raw.tobytes().decode()), obs_shape=self.obs_shape, action_dim=self.action_dim, n_envs=self.n_envs
+            json.loads(raw.tobytes().decode()),
+            obs_shape=self.obs_shape,
+            action_dim=self.action_dim,
+            n_envs=self.n_envs,
+            optimize_memory_usage=self.optimize_memory_usage,
         )
-        if meta["optimize_memory_usage"] != self.optimize_memory_usage:
-            raise ModelFileError(
-                f"replay buffer file was saved with optimize_memory_usage={meta['optimize_memory_usage']}, "
-                f"this buffer has optimize_memory_usage={self.optimize_memory_usage}"
-            )
         if self.optimize_memory_usage:
             self._load_per_env(meta, archive)
         else:
