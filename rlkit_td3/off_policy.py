@@ -1250,10 +1250,8 @@ class OffPolicyAlgorithm:
         model.observation_space, model.action_space = observation_space, action_space
         if vec is not None:
             model._check_env_matches(vec)  # the caller's env: a plain ValueError naming the space
-        if force_reset and isinstance(tensors.get("training_state"), dict):
-            tensors["training_state"].pop("last_obs", None)
         try:
-            model._fill_from_file(metadata, tensors, pickled, blobs, custom, kwargs, device, vec)
+            model._fill_from_file(metadata, tensors, pickled, blobs, custom, kwargs, device, vec, force_reset)
         except _CallerArgumentError as exc:
             raise exc.__cause__ from None  # a bad custom_objects entry or keyword override: the caller's
         except ModelFileError as exc:
@@ -1272,6 +1270,7 @@ class OffPolicyAlgorithm:
         overrides: dict[str, Any],
         device: torch.device | str,
         vec: VectorEnv | None,
+        force_reset: bool = True,
     ) -> None:
         """Build this (bare) model from a file's parts, checking each against the others (see
         :mod:`rlkit_td3.file_checks`) before it is used; any inconsistency raises ``ModelFileError``.
@@ -1326,6 +1325,8 @@ class OffPolicyAlgorithm:
                 action_noise=self.action_noise,
                 device=self.device,
             )
+            if force_reset and isinstance(tensors.get("training_state"), dict):
+                tensors["training_state"].pop("last_obs", None)
             self._restore_training_state(metadata["training_state"], tensors.get("training_state", {}))
 
     @staticmethod
