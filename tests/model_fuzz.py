@@ -169,7 +169,7 @@ def _pick(rng: np.random.Generator, options: list) -> Any:
 def _opt_state(rng: np.random.Generator, parts: dict) -> tuple[str, dict, Any]:
     name = _pick(rng, ["actor_optimizer", "critic_optimizer"])
     state = parts["tensors"][name]
-    pid = _pick(rng, sorted(state["state"]))
+    pid = _pick(rng, sorted(k for k in state["state"] if type(k) is int and k >= 0))
     return name, state, pid
 
 
@@ -557,7 +557,7 @@ def _m_training_json(rng, parts):
 def _m_buffer_meta(rng, parts):
     buffer = parts["buffer"]
     meta = buffer["meta"]
-    if meta["optimize_memory_usage"]:
+    if "n_slots" in meta:
         choice = int(rng.integers(0, 7))
         if choice == 0:
             meta["env_pos"][0] = meta["n_slots"] + 5
@@ -678,9 +678,11 @@ def structural_cases(bases: list[bytes], n: int, seed: int = 0) -> Iterator[tupl
         kinds = [first(rng, parts)]
         if rng.random() < 0.25:  # now and then a second disagreement on top
             second = STRUCTURAL_MUTATIONS[int(rng.integers(0, len(STRUCTURAL_MUTATIONS)))]
-            if second is not _m_buffer_entry or parts["buffer"] is not None:
-                if parts["buffer"] is not None or second not in (_m_buffer_meta, _m_buffer_arrays):
-                    kinds.append(second(rng, parts))
+            before = copy.deepcopy(parts)
+            try:
+                kinds.append(second(rng, parts))
+            except (KeyError, TypeError, IndexError, ValueError, AttributeError, RuntimeError):
+                parts = before  # the first mutation removed what the second one changes
         yield b, " + ".join(kinds), _encode(parts)
 
 
