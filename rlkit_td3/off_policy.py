@@ -1282,17 +1282,18 @@ class OffPolicyAlgorithm:
         n_envs = check_n_envs(metadata, tensors, MAX_N_ENVS)
         given = set(custom)
         ctor = self._constructor_kwargs_from_metadata(metadata, pickled, custom, n_envs=n_envs)
+        # entries the caller replaced instead of the file (a pickled schedule, a user class) have no file value:
+        # the file-only pass uses the constructor's defaults for them
+        replaced = {_CUSTOM_TO_CTOR.get(key, key) for key in given - set(custom)} - {"policy"}
+        observation_space, action_space = self.observation_space, self.action_space
+        file_only = {key: value for key, value in ctor.items() if key not in replaced}
+        OffPolicyAlgorithm.__init__(self, env=None, device=device, _init_setup_model=False, **file_only)
         policy_kwargs = ctor["policy_kwargs"]
-        from_caller = {_CUSTOM_TO_CTOR.get(key, key) for key in given} | set(overrides)
         for key in list(custom):
             if key in policy_kwargs:
                 policy_kwargs[key] = custom.pop(key)
         for key in list(custom):
             ctor[key] = custom.pop(key)
-        observation_space, action_space = self.observation_space, self.action_space
-        file_only = {key: value for key, value in ctor.items() if key not in from_caller}
-        file_only.setdefault("policy", ctor["policy"])
-        OffPolicyAlgorithm.__init__(self, env=None, device=device, _init_setup_model=False, **file_only)
         try:
             OffPolicyAlgorithm.__init__(self, env=None, device=device, _init_setup_model=False, **{**ctor, **overrides})
         except (TypeError, ValueError) as exc:

@@ -333,3 +333,14 @@ def test_force_reset_false_keeps_the_saved_last_observation(tmp_path):
     np.testing.assert_array_equal(kept._last_obs, model._last_obs)
     reset = TD3.load(path, env=gym.make("Pendulum-v1"))
     assert not np.array_equal(reset._last_obs, model._last_obs)
+
+
+def test_an_override_that_makes_file_values_valid_is_not_needed_by_the_file_check(tmp_path):
+    # the file-only check uses the file's own values, never the constructor's defaults, for what the file has
+    model = TD3("MlpPolicy", "Pendulum-v1", **{**TINY, "buffer_size": 20, "batch_size": 8})
+    model.save(tmp_path / "m.zip")
+    loaded = TD3.load(tmp_path / "m.zip", batch_size=4)
+    assert loaded.batch_size == 4 and loaded.buffer_size == 20
+    with pytest.raises(ValueError, match="batch_size") as info:
+        TD3.load(tmp_path / "m.zip", batch_size=64)  # larger than the stored buffer_size: the caller's mistake
+    assert not isinstance(info.value, ModelFileError)
