@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import math
 import os
+import platform
 import resource
+import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,6 +28,7 @@ from rlkit_td3.serialization import (
     METADATA_ENTRY,
     PICKLE_ENTRY,
     ModelFileError,
+    class_from_name,
     require_bool,
 )
 
@@ -91,6 +95,113 @@ ENTRY_OVERHEAD_BYTES = 1 * 2**20
 """Slack allowed for each entry's container format on top of the bytes its tensors need."""
 TENSOR_OVERHEAD_BYTES = 4096
 """Slack per tensor of a ``.pth`` entry (its pickle record and alignment)."""
+
+
+# ---------------------------------------------------------------------------- load()'s own arguments
+class CallerArgumentError(Exception):
+    """Raised (by ``load``) from a ``TypeError``/``ValueError`` caused by ``load``'s arguments, not by the file."""
+
+
+CUSTOM_TO_CTOR = {"policy_class": "policy"}
+_NOT_OVERRIDABLE = {"self", "policy", "env", "device", "policy_kwargs", "_init_setup_model"}
+
+
+def _custom_classes() -> dict[str, type]:
+    from rlkit_td3.buffers import ReplayBuffer
+    from rlkit_td3.policies import TD3Policy
+
+    return {
+        "policy_class": TD3Policy,
+        "replay_buffer_class": ReplayBuffer,
+        "activation_fn": torch.nn.Module,
+        "optimizer_class": torch.optim.Optimizer,
+    }
+
+
+def _overridable(cls: type) -> set[str]:
+    """Constructor hyperparameters ``load`` accepts as keyword overrides (the networks' shape excluded)."""
+    import inspect
+
+    params = inspect.signature(cls.__init__).parameters.values()
+    return {p.name for p in params if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)} - _NOT_OVERRIDABLE
+
+
+def check_load_overrides(cls: type, overrides: dict[str, Any]) -> None:
+    """``load``'s keyword overrides must be constructor hyperparameters of ``cls`` (else ``TypeError``)."""
+    allowed = _overridable(cls)
+    for key in overrides:
+        if key not in allowed:
+            why = " (the stored networks fix it)" if key in _NOT_OVERRIDABLE else ""
+            raise TypeError(
+                f"{cls.__name__}.load() got an unexpected keyword argument {key!r}{why}; hyperparameters "
+                f"it accepts: {sorted(allowed)}"
+            )
+
+
+def check_custom_objects(cls: type, custom_objects: Any) -> dict[str, Any]:
+    """``load``'s ``custom_objects``: a dict of known entries, classes of the right kind; returns a copy."""
+    if custom_objects is None:
+        return {}
+    if not isinstance(custom_objects, dict):
+        raise TypeError(f"custom_objects must be a dict or None, got {custom_objects!r}")
+    classes = _custom_classes()
+    allowed = _overridable(cls) | set(classes) | {"optimizer_kwargs"}
+    for key, value in custom_objects.items():
+        if key not in allowed:
+            raise ValueError(f"custom_objects has unknown key {key!r}; allowed: {sorted(allowed)}")
+        base = classes.get(key)
+        if base is not None and not (isinstance(value, type) and issubclass(value, base)):
+            raise TypeError(f"custom_objects[{key!r}] must be a {base.__name__} subclass, got {value!r}")
+        if key == "optimizer_kwargs" and not isinstance(value, dict):
+            raise TypeError(f"custom_objects['optimizer_kwargs'] must be a dict, got {value!r}")
+    return dict(custom_objects)
+
+
+def zip_path_for_save(path: Any) -> Path:
+    """``path`` as a Path, with ``.zip`` appended when it has no suffix (Stable-Baselines3's rule for save)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a str or os.PathLike, got {path!r}")
+    path = Path(path)
+    return path.with_name(path.name + ".zip") if path.suffix == "" else path
+
+
+def existing_zip_path(path: Any) -> Path:
+    """``path``, or ``path + ".zip"`` when only that exists (Stable-Baselines3's rule for load)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a str or os.PathLike, got {path!r}")
+    path = Path(path)
+    with_zip = path.with_name(path.name + ".zip")
+    return with_zip if not path.exists() and with_zip.is_file() else path
+
+
+def _system_info() -> dict[str, str]:
+    import gymnasium as gym
+
+    return {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "torch": torch.__version__,
+        "numpy": np.__version__,
+        "gymnasium": gym.__version__,
+    }
+
+
+def print_system_info_of(saved: Any) -> None:
+    """Print the versions that wrote a file (its ``system`` metadata) beside the current ones."""
+    saved = saved if isinstance(saved, dict) else {}
+    print("== system that saved the model | current system ==")
+    for key, current in _system_info().items():
+        print(f"{key}: {str(saved.get(key, '?'))[:200]} | {current}")
+
+
+def allowed_class(name: Any, allowed: Any, what: str) -> type:
+    """The class a file names, if ``name`` is in ``allowed`` (a registry dict or a set of torch names)."""
+    if not isinstance(name, str) or name not in allowed:
+        raise ModelFileError(
+            f"the file names {what} {str(name)[:200]!r}, which is not one a model file may name "
+            f"({sorted(allowed)}); pass it to load() through custom_objects"
+        )
+    return class_from_name(name, allowed if isinstance(allowed, dict) else None, what)
 
 
 # ---------------------------------------------------------------------------- scalars

@@ -27,9 +27,14 @@ from rlkit_td3.buffers import BUFFER_REGISTRY, ReplayBuffer, ReplayBufferSamples
 from rlkit_td3.callbacks import MaybeCallback, convert_callback
 from rlkit_td3.file_checks import (
     ACTIVATIONS,
+    CUSTOM_TO_CTOR,
     OPTIMIZERS,
+    CallerArgumentError,
+    allowed_class,
     check_allocation,
     check_counters,
+    check_custom_objects,
+    check_load_overrides,
     check_n_envs,
     check_noise_spec,
     check_optimizer_state,
@@ -37,6 +42,9 @@ from rlkit_td3.file_checks import (
     check_schedule_spec,
     check_training_state,
     entry_byte_limits,
+    existing_zip_path,
+    print_system_info_of,
+    zip_path_for_save,
 )
 from rlkit_td3.logger import Logger, configure
 from rlkit_td3.monitor import Monitor, is_monitored
@@ -49,7 +57,6 @@ from rlkit_td3.serialization import (
     FORMAT_NAME,
     FORMAT_VERSION,
     ModelFileError,
-    class_from_name,
     class_to_name,
     read_model_zip,
     require_bool,
@@ -124,110 +131,6 @@ def _check_policy_size(
         raise ModelFileError(f"the networks the metadata declares have {expected} parameters, the file stores {stored}")
 
 
-class _CallerArgumentError(Exception):
-    """Raised from a ``TypeError``/``ValueError`` caused by ``load``'s arguments, not by the file."""
-
-
-_CUSTOM_TO_CTOR = {"policy_class": "policy"}
-_NOT_OVERRIDABLE = {"self", "policy", "env", "device", "policy_kwargs", "_init_setup_model"}
-_CUSTOM_CLASSES = {
-    "policy_class": TD3Policy,
-    "replay_buffer_class": ReplayBuffer,
-    "activation_fn": torch.nn.Module,
-    "optimizer_class": torch.optim.Optimizer,
-}
-
-
-def _overridable(cls: type) -> set[str]:
-    """Constructor hyperparameters ``load`` accepts as keyword overrides (the networks' shape excluded)."""
-    import inspect
-
-    params = inspect.signature(cls.__init__).parameters.values()
-    return {p.name for p in params if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)} - _NOT_OVERRIDABLE
-
-
-def _check_load_overrides(cls: type, overrides: dict[str, Any]) -> None:
-    allowed = _overridable(cls)
-    for key in overrides:
-        if key not in allowed:
-            why = " (the stored networks fix it)" if key in _NOT_OVERRIDABLE else ""
-            raise TypeError(
-                f"{cls.__name__}.load() got an unexpected keyword argument {key!r}{why}; hyperparameters "
-                f"it accepts: {sorted(allowed)}"
-            )
-
-
-def _check_custom_objects(cls: type, custom_objects: Any) -> dict[str, Any]:
-    if custom_objects is None:
-        return {}
-    if not isinstance(custom_objects, dict):
-        raise TypeError(f"custom_objects must be a dict or None, got {custom_objects!r}")
-    allowed = _overridable(cls) | set(_CUSTOM_CLASSES) | {"optimizer_kwargs"}
-    for key, value in custom_objects.items():
-        if key not in allowed:
-            raise ValueError(f"custom_objects has unknown key {key!r}; allowed: {sorted(allowed)}")
-        base = _CUSTOM_CLASSES.get(key)
-        if base is not None and not (isinstance(value, type) and issubclass(value, base)):
-            raise TypeError(f"custom_objects[{key!r}] must be a {base.__name__} subclass, got {value!r}")
-        if key == "optimizer_kwargs" and not isinstance(value, dict):
-            raise TypeError(f"custom_objects['optimizer_kwargs'] must be a dict, got {value!r}")
-    return dict(custom_objects)
-
-
-def _check_device(device: Any) -> torch.device:
-    if not isinstance(device, (str, torch.device)):
-        raise TypeError(f"device must be a str or torch.device, got {device!r}")
-    try:
-        return get_device(device)
-    except RuntimeError as exc:
-        raise ValueError(f"device {device!r} is not a valid torch device ({exc})") from exc
-
-
-def _zip_path(path: Any) -> Path:
-    """``path`` as a Path, with ``.zip`` appended when it has no suffix (Stable-Baselines3's rule for save)."""
-    if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"path must be a str or os.PathLike, got {path!r}")
-    path = Path(path)
-    return path.with_name(path.name + ".zip") if path.suffix == "" else path
-
-
-def _existing_zip_path(path: Any) -> Path:
-    """``path``, or ``path + ".zip"`` when only that exists (Stable-Baselines3's rule for load)."""
-    if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"path must be a str or os.PathLike, got {path!r}")
-    path = Path(path)
-    with_zip = path.with_name(path.name + ".zip")
-    return with_zip if not path.exists() and with_zip.is_file() else path
-
-
-def _system_info() -> dict[str, str]:
-    return {
-        "python": sys.version.split()[0],
-        "platform": platform.platform(),
-        "torch": torch.__version__,
-        "numpy": np.__version__,
-        "gymnasium": gym.__version__,
-    }
-
-
-def _print_system_info(saved: Any) -> None:
-    """Print the versions that wrote a file (its ``system`` metadata) beside the current ones."""
-    saved = saved if isinstance(saved, dict) else {}
-    print("== system that saved the model | current system ==")
-    for key, current in _system_info().items():
-        print(f"{key}: {str(saved.get(key, '?'))[:200]} | {current}")
-
-
-def _allowed_class(name: Any, allowed: Any, what: str) -> type:
-    """The class a file names, if ``name`` is in ``allowed`` (a registry dict or a set of torch names)."""
-    if not isinstance(name, str) or name not in allowed:
-        raise ModelFileError(
-            f"the file names {what} {str(name)[:200]!r}, which is not one a model file may name "
-            f"({sorted(allowed)}); pass it to load() through custom_objects"
-        )
-    return class_from_name(name, allowed if isinstance(allowed, dict) else None, what)
-
-
 def _check_int(name: str, value: Any, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{name} must be an int, got {value!r}")
@@ -260,6 +163,15 @@ def get_device(device: torch.device | str = "auto") -> torch.device:
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     return torch.device(device)
+
+
+def _check_device(device: Any) -> torch.device:
+    if not isinstance(device, (str, torch.device)):
+        raise TypeError(f"device must be a str or torch.device, got {device!r}")
+    try:
+        return get_device(device)
+    except RuntimeError as exc:
+        raise ValueError(f"device {device!r} is not a valid torch device ({exc})") from exc
 
 
 def check_action_space(space: spaces.Space) -> spaces.Box:
@@ -1039,7 +951,7 @@ class OffPolicyAlgorithm:
                 ``.zip`` appended, as in Stable-Baselines3 (``save("model")`` writes ``model.zip``).
             include_buffer: also store the filled part of the replay buffer.
         """
-        path = _zip_path(path)
+        path = zip_path_for_save(path)
         pickled: dict[str, Any] = {}
         policy_kwargs = self.policy.constructor_kwargs()
         policy_json = {
@@ -1229,15 +1141,15 @@ class OffPolicyAlgorithm:
         require_bool("allow_pickle", allow_pickle)
         require_bool("print_system_info", print_system_info)
         require_bool("force_reset", force_reset)
-        path = _existing_zip_path(path)
-        custom = _check_custom_objects(cls, custom_objects)
-        _check_load_overrides(cls, kwargs)
+        path = existing_zip_path(path)
+        custom = check_custom_objects(cls, custom_objects)
+        check_load_overrides(cls, kwargs)
         device = _check_device(device)
         metadata, tensors, pickled, blobs = read_model_zip(
             path, allow_pickle=allow_pickle, entry_limits=entry_byte_limits
         )
         if print_system_info:
-            _print_system_info(metadata.get("system"))
+            print_system_info_of(metadata.get("system"))
         if metadata.get("algorithm") != cls.__name__:
             raise ModelFileError(f"{path} holds a {metadata.get('algorithm')} model; load it with that class")
         vec = None if env is None else make_vec_env(env)
@@ -1252,7 +1164,7 @@ class OffPolicyAlgorithm:
             model._check_env_matches(vec)  # the caller's env: a plain ValueError naming the space
         try:
             model._fill_from_file(metadata, tensors, pickled, blobs, custom, kwargs, device, vec, force_reset)
-        except _CallerArgumentError as exc:
+        except CallerArgumentError as exc:
             raise exc.__cause__ from None  # a bad custom_objects entry or keyword override: the caller's
         except ModelFileError as exc:
             raise ModelFileError(f"{path}: {exc}") from exc
@@ -1277,14 +1189,14 @@ class OffPolicyAlgorithm:
 
         The constructor's checks run twice: on the file's values alone (a failure is the file's), then with
         the caller's ``custom_objects`` and keyword overrides (a failure is the caller's:
-        ``_CallerArgumentError``, which :meth:`load` turns back into the original exception).
+        ``CallerArgumentError``, which :meth:`load` turns back into the original exception).
         """
         n_envs = check_n_envs(metadata, tensors, MAX_N_ENVS)
         given = set(custom)
         ctor = self._constructor_kwargs_from_metadata(metadata, pickled, custom, n_envs=n_envs)
         # entries the caller replaced instead of the file (a pickled schedule, a user class) have no file value:
         # the file-only pass uses the constructor's defaults for them
-        replaced = {_CUSTOM_TO_CTOR.get(key, key) for key in given - set(custom)} - {"policy"}
+        replaced = {CUSTOM_TO_CTOR.get(key, key) for key in given - set(custom)} - {"policy"}
         observation_space, action_space = self.observation_space, self.action_space
         file_only = {key: value for key, value in ctor.items() if key not in replaced}
         OffPolicyAlgorithm.__init__(self, env=None, device=device, _init_setup_model=False, **file_only)
@@ -1297,7 +1209,7 @@ class OffPolicyAlgorithm:
         try:
             OffPolicyAlgorithm.__init__(self, env=None, device=device, _init_setup_model=False, **{**ctor, **overrides})
         except (TypeError, ValueError) as exc:
-            raise _CallerArgumentError() from exc
+            raise CallerArgumentError() from exc
         num_timesteps, n_updates, episode_num = check_counters(metadata["counters"])
         if self.policy_class is TD3Policy:
             _check_policy_size(observation_space, action_space, self.policy_kwargs, tensors["policy"])
@@ -1369,13 +1281,13 @@ class OffPolicyAlgorithm:
         policy = metadata["policy"]
         pkw = dict(policy["kwargs"])
         if "activation_fn" not in custom:
-            pkw["activation_fn"] = _allowed_class(pkw["activation_fn"], ACTIVATIONS, "activation_fn")
+            pkw["activation_fn"] = allowed_class(pkw["activation_fn"], ACTIVATIONS, "activation_fn")
         if "optimizer_class" not in custom:
-            pkw["optimizer_class"] = _allowed_class(pkw["optimizer_class"], OPTIMIZERS, "optimizer_class")
+            pkw["optimizer_class"] = allowed_class(pkw["optimizer_class"], OPTIMIZERS, "optimizer_class")
         buffer = metadata["replay_buffer"]
         return {
             **hyper,
-            "policy": custom.pop("policy_class", None) or _allowed_class(policy["class"], POLICY_ALIASES, "policy"),
+            "policy": custom.pop("policy_class", None) or allowed_class(policy["class"], POLICY_ALIASES, "policy"),
             "learning_rate": restore("learning_rate", schedules["learning_rate"], schedule_from_dict),
             "actor_learning_rate": restore(
                 "actor_learning_rate", schedules.get("actor_learning_rate"), schedule_from_dict
@@ -1385,7 +1297,7 @@ class OffPolicyAlgorithm:
             ),
             "action_noise": restore("action_noise", metadata["action_noise"], noise_from_dict),
             "replay_buffer_class": custom.pop("replay_buffer_class", None)
-            or _allowed_class(buffer["class"], BUFFER_REGISTRY, "replay_buffer_class"),
+            or allowed_class(buffer["class"], BUFFER_REGISTRY, "replay_buffer_class"),
             "replay_buffer_kwargs": dict(buffer.get("kwargs") or {}),
             "policy_kwargs": pkw,
         }
