@@ -1215,7 +1215,11 @@ class OffPolicyAlgorithm:
             _check_policy_size(observation_space, action_space, self.policy_kwargs, tensors["policy"])
         obs_dim, act_dim = int(np.prod(observation_space.shape)), int(np.prod(action_space.shape))
         per_row = 4 * (obs_dim * (1 if self.optimize_memory_usage else 2) + act_dim + 1) + 2
-        check_allocation(f"a replay buffer of {self.buffer_size} transitions", self.buffer_size * per_row)
+        check_allocation(
+            f"a replay buffer of {self.buffer_size} transitions (pass a smaller buffer_size= to load() to build "
+            "a smaller one)",
+            self.buffer_size * per_row,
+        )
         self.observation_space, self.action_space = observation_space, action_space
         self.n_envs = n_envs
         if vec is not None:

@@ -344,3 +344,14 @@ def test_an_override_that_makes_file_values_valid_is_not_needed_by_the_file_chec
     with pytest.raises(ValueError, match="batch_size") as info:
         TD3.load(tmp_path / "m.zip", batch_size=64)  # larger than the stored buffer_size: the caller's mistake
     assert not isinstance(info.value, ModelFileError)
+
+
+def test_a_declared_buffer_larger_than_memory_is_refused_before_allocating(tmp_path, genuine):
+    def huge(parts):
+        parts["meta"]["hyperparameters"]["buffer_size"] = 2**40  # 2**40 rows of Pendulum: 44 TiB
+        parts["buffer"] = None
+
+    path = _write(tmp_path, _mutated(genuine, huge))
+    with pytest.raises(ModelFileError, match=r"replay buffer of 1099511627776 transitions.*buffer_size="):
+        TD3.load(path)
+    assert TD3.load(path, buffer_size=1000).replay_buffer.buffer_size == 1000  # the caller's way out
