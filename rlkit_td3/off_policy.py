@@ -27,6 +27,27 @@ from gymnasium.wrappers.vector import RecordEpisodeStatistics
 
 from rlkit_td3.buffers import BUFFER_REGISTRY, ReplayBuffer, ReplayBufferSamples
 from rlkit_td3.callbacks import MaybeCallback, convert_callback
+from rlkit_td3.file_checks import (
+    ACTIVATIONS,
+    CUSTOM_TO_CTOR,
+    OPTIMIZERS,
+    CallerArgumentError,
+    allowed_class,
+    check_allocation,
+    check_counters,
+    check_custom_objects,
+    check_load_overrides,
+    check_n_envs,
+    check_noise_spec,
+    check_optimizer_state,
+    check_policy_state,
+    check_schedule_spec,
+    check_training_state,
+    entry_byte_limits,
+    existing_zip_path,
+    print_system_info_of,
+    zip_path_for_save,
+)
 from rlkit_td3.logger import Logger, configure
 from rlkit_td3.monitor import Monitor, is_monitored
 from rlkit_td3.noise import ActionNoise, NormalActionNoise, VectorizedActionNoise, noise_from_dict
@@ -45,9 +66,9 @@ from rlkit_td3.serialization import (
     FORMAT_NAME,
     FORMAT_VERSION,
     ModelFileError,
-    class_from_name,
     class_to_name,
     read_model_zip,
+    require_bool,
     rng_state_to_json,
     set_rng_state,
     space_from_dict,
@@ -180,6 +201,15 @@ def get_device(device: torch.device | str = "auto") -> torch.device:
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     return torch.device(device)
+
+
+def _check_device(device: Any) -> torch.device:
+    if not isinstance(device, (str, torch.device)):
+        raise TypeError(f"device must be a str or torch.device, got {device!r}")
+    try:
+        return get_device(device)
+    except RuntimeError as exc:
+        raise ValueError(f"device {device!r} is not a valid torch device ({exc})") from exc
 
 
 def check_action_space(space: spaces.Space) -> spaces.Box:
@@ -1148,7 +1178,8 @@ class OffPolicyAlgorithm:
         load time through ``custom_objects``.
 
         Args:
-            path: the zip file to write (replaced atomically if it exists).
+            path: the zip file to write (replaced atomically if it exists). A path without any suffix gets
+                ``.zip`` appended, as in Stable-Baselines3 (``save("model")`` writes ``model.zip``).
             include_buffer: also store the filled part of the replay buffer.
 
         Raises:
@@ -1159,6 +1190,7 @@ class OffPolicyAlgorithm:
             problem = self._exact_resume_problem()
             if problem is not None:
                 raise ValueError(f"save(include_buffer=True) refused: {problem}")
+        path = zip_path_for_save(path)
         pickled: dict[str, Any] = {}
         policy_kwargs = self.policy.constructor_kwargs()
         policy_json = {
@@ -1404,29 +1436,53 @@ class OffPolicyAlgorithm:
         env: gym.Env | VectorEnv | str | None = None,
         device: torch.device | str = "auto",
         custom_objects: dict[str, Any] | None = None,
+        print_system_info: bool = False,
+        force_reset: bool = True,
         allow_pickle: bool = False,
         **kwargs: Any,
     ) -> OffPolicyAlgorithm:
         """Load a model saved by :meth:`save`; its predictions are identical to the saved model's.
 
+        The signature is Stable-Baselines3's, plus ``allow_pickle``. Every part of the file is checked
+        before it is used (see the Security page of the docs): a bad file raises ``ModelFileError``, a bad
+        argument a ``TypeError`` or ``ValueError`` naming it, before the file is opened where possible.
+
         Args:
-            path: the zip file.
+            path: the zip file; if it does not exist but ``path + ".zip"`` does, that one (as in SB3).
             env: the env to continue training on (optional for prediction). Its spaces must match.
             device: where to put the networks.
             custom_objects: replacements for stored entries, by name (``learning_rate``, ``action_noise``,
                 ``policy_class``, ``replay_buffer_class``, ``activation_fn``, ``optimizer_class``, ...);
                 needed for user classes and for anything saved through pickle when ``allow_pickle`` is False.
+            print_system_info: print the versions (Python, torch, numpy, gymnasium, platform) that wrote the
+                file beside the current ones.
+            force_reset: start the next ``learn`` from a reset of the envs, not from the saved last observation
+                (rlkit_td3 resets a loaded model's envs before its next step in any case; the switch exists for
+                SB3 compatibility).
             allow_pickle: read the file's pickle entry, if any. Unpickling can run arbitrary code: only for
-                files you trust.
-            **kwargs: override stored hyperparameters (e.g. ``verbose=1``).
+                files you trust. Must be a real ``bool``.
+            **kwargs: override stored hyperparameters (e.g. ``verbose=1``, ``learning_starts=0``): only the
+                constructor's hyperparameters are accepted.
 
         Raises:
-            ModelFileError: (a ``ValueError``) the file is unreadable, of another algorithm, or needs
-                pickle or custom objects.
-            ValueError: ``env``'s spaces differ from the model's.
+            ModelFileError: (a ``ValueError``) the file is unreadable, inconsistent, of another algorithm, or
+                needs pickle or custom objects.
+            TypeError: an unknown keyword argument, or an argument of the wrong type (``allow_pickle="false"``).
+            ValueError: a bad argument value, or ``env``'s spaces differ from the model's.
+            FileNotFoundError: no file at ``path`` (nor at ``path + ".zip"``).
         """
-        custom = dict(custom_objects or {})
-        metadata, tensors, pickled, blobs = read_model_zip(path, allow_pickle=allow_pickle)
+        require_bool("allow_pickle", allow_pickle)
+        require_bool("print_system_info", print_system_info)
+        require_bool("force_reset", force_reset)
+        path = existing_zip_path(path)
+        custom = check_custom_objects(cls, custom_objects)
+        check_load_overrides(cls, kwargs)
+        device = _check_device(device)
+        metadata, tensors, pickled, blobs = read_model_zip(
+            path, allow_pickle=allow_pickle, entry_limits=entry_byte_limits
+        )
+        if print_system_info:
+            print_system_info_of(metadata.get("system"))
         if metadata.get("algorithm") != cls.__name__:
             raise ModelFileError(f"{path} holds a {metadata.get('algorithm')} model; load it with that class")
         vec = None if env is None else make_vec_env(env)
@@ -1440,7 +1496,9 @@ class OffPolicyAlgorithm:
         if vec is not None:
             model._check_env_matches(vec)  # the caller's env: a plain ValueError naming the space
         try:
-            model._fill_from_file(metadata, tensors, pickled, blobs, custom, kwargs, device, vec)
+            model._fill_from_file(metadata, tensors, pickled, blobs, custom, kwargs, device, vec, force_reset)
+        except CallerArgumentError as exc:
+            raise exc.__cause__ from None  # a bad custom_objects entry or keyword override: the caller's
         except ModelFileError as exc:
             raise ModelFileError(f"{path}: {exc}") from exc
         except Exception as exc:  # noqa: BLE001  (whatever the file's content breaks is the file's fault)
@@ -1457,48 +1515,79 @@ class OffPolicyAlgorithm:
         overrides: dict[str, Any],
         device: torch.device | str,
         vec: VectorEnv | None,
+        force_reset: bool = True,
     ) -> None:
-        """Build this (bare) model from a file's parts; any inconsistency raises."""
-        ctor = self._constructor_kwargs_from_metadata(metadata, pickled, custom)
+        """Build this (bare) model from a file's parts, checking each against the others (see
+        :mod:`rlkit_td3.file_checks`) before it is used; any inconsistency raises ``ModelFileError``.
+
+        The constructor's checks run twice: on the file's values alone (a failure is the file's), then with
+        the caller's ``custom_objects`` and keyword overrides (a failure is the caller's:
+        ``CallerArgumentError``, which :meth:`load` turns back into the original exception).
+        """
+        n_envs = check_n_envs(metadata, tensors, MAX_N_ENVS)
+        given = set(custom)
+        ctor = self._constructor_kwargs_from_metadata(metadata, pickled, custom, n_envs=n_envs)
+        # entries the caller replaced instead of the file (a pickled schedule, a user class) have no file value:
+        # the file-only pass uses the constructor's defaults for them
+        replaced = {CUSTOM_TO_CTOR.get(key, key) for key in given - set(custom)} - {"policy"}
+        observation_space, action_space = self.observation_space, self.action_space
+        file_only = {key: value for key, value in ctor.items() if key not in replaced}
+        OffPolicyAlgorithm.__init__(self, env=None, device=device, _init_setup_model=False, **file_only)
         policy_kwargs = ctor["policy_kwargs"]
         for key in list(custom):
             if key in policy_kwargs:
                 policy_kwargs[key] = custom.pop(key)
         for key in list(custom):
-            if key in ctor:
-                ctor[key] = custom.pop(key)
-        if custom:
-            raise ModelFileError(f"custom_objects has unknown keys {sorted(custom)}")
-        ctor.update(overrides)
-        counters = metadata["counters"]
-        n_envs = _check_int("n_envs", metadata.get("n_envs", 1), 1)
-        if n_envs > MAX_N_ENVS:
-            raise ModelFileError(f"n_envs={n_envs} is more than {MAX_N_ENVS}")
-        if ctor["policy"] is TD3Policy:
-            _check_policy_size(self.observation_space, self.action_space, policy_kwargs, tensors["policy"])
-        observation_space, action_space = self.observation_space, self.action_space
-        OffPolicyAlgorithm.__init__(self, env=None, device=device, _init_setup_model=False, **ctor)
+            ctor[key] = custom.pop(key)
+        try:
+            OffPolicyAlgorithm.__init__(self, env=None, device=device, _init_setup_model=False, **{**ctor, **overrides})
+        except (TypeError, ValueError) as exc:
+            raise CallerArgumentError() from exc
+        num_timesteps, n_updates, episode_num = check_counters(metadata["counters"])
+        if self.policy_class is TD3Policy:
+            _check_policy_size(observation_space, action_space, self.policy_kwargs, tensors["policy"])
+        obs_dim, act_dim = int(np.prod(observation_space.shape)), int(np.prod(action_space.shape))
+        per_row = 4 * (obs_dim * (1 if self.optimize_memory_usage else 2) + act_dim + 1) + 2
+        check_allocation(
+            f"a replay buffer of {self.buffer_size} transitions (pass a smaller buffer_size= to load() to build "
+            "a smaller one)",
+            self.buffer_size * per_row,
+        )
         self.observation_space, self.action_space = observation_space, action_space
         self.n_envs = n_envs
         if vec is not None:
             self._set_env_and_spaces(vec)
         self._setup_model()
+        check_policy_state("policy.pth", tensors["policy"], self.policy)
         self.policy.load_state_dict(tensors["policy"])
-        self.policy.actor_optimizer.load_state_dict(tensors["actor_optimizer"])
-        self.policy.critic_optimizer.load_state_dict(tensors["critic_optimizer"])
-        self.num_timesteps = _check_int("num_timesteps", counters["num_timesteps"], 0)
-        self._n_updates = _check_int("n_updates", counters["n_updates"], 0)
-        self._episode_num = _check_int("episode_num", counters["episode_num"], 0)
+        for name in ("actor_optimizer", "critic_optimizer"):
+            optimizer = getattr(self.policy, name)
+            optimizer.load_state_dict(check_optimizer_state(f"{name}.pth", tensors[name], optimizer))
+        self.num_timesteps, self._n_updates, self._episode_num = num_timesteps, n_updates, episode_num
         if BUFFER_ENTRY in blobs:
             self.replay_buffer.load(io.BytesIO(blobs[BUFFER_ENTRY]))
         if "training_state" in metadata:
+            check_training_state(
+                metadata["training_state"],
+                tensors.get("training_state"),
+                n_envs=n_envs,
+                observation_shape=tuple(observation_space.shape),
+                action_noise=self.action_noise,
+                device=self.device,
+            )
+            if force_reset and isinstance(tensors.get("training_state"), dict):
+                tensors["training_state"].pop("last_obs", None)
             self._restore_training_state(metadata["training_state"], tensors.get("training_state", {}))
 
     @staticmethod
     def _constructor_kwargs_from_metadata(
-        metadata: dict[str, Any], pickled: dict[str, Any], custom: dict[str, Any]
+        metadata: dict[str, Any], pickled: dict[str, Any], custom: dict[str, Any], n_envs: int = 1
     ) -> dict[str, Any]:
-        """Rebuild ``OffPolicyAlgorithm.__init__`` keyword arguments from a file's metadata."""
+        """Rebuild ``OffPolicyAlgorithm.__init__`` keyword arguments from a file's metadata.
+
+        Schedules and noises are checked (types, ranges, the noise's dimension and copies against the action
+        space and ``n_envs``) before they are built; classes are looked up in allow-lists only.
+        """
 
         def restore(name: str, entry: Any, from_dict: Any) -> Any:
             if name in custom:
@@ -1512,7 +1601,16 @@ class OffPolicyAlgorithm:
                         "or allow_pickle=True for a file you trust"
                     )
                 return pickled[name]
+            check(name, entry)
             return from_dict(entry)
+
+        act_dim = int(np.prod(metadata["action_space"]["shape"]))
+
+        def check(name: str, entry: Any) -> None:
+            if name == "action_noise":
+                check_noise_spec(name, entry, act_dim, n_envs)
+            else:
+                check_schedule_spec(f"schedules.{name}", entry)
 
         hyper = dict(metadata["hyperparameters"])
         hyper["train_freq"] = tuple(hyper["train_freq"])
@@ -1520,13 +1618,13 @@ class OffPolicyAlgorithm:
         policy = metadata["policy"]
         pkw = dict(policy["kwargs"])
         if "activation_fn" not in custom:
-            pkw["activation_fn"] = class_from_name(pkw["activation_fn"], what="activation_fn")
+            pkw["activation_fn"] = allowed_class(pkw["activation_fn"], ACTIVATIONS, "activation_fn")
         if "optimizer_class" not in custom:
-            pkw["optimizer_class"] = class_from_name(pkw["optimizer_class"], what="optimizer_class")
+            pkw["optimizer_class"] = allowed_class(pkw["optimizer_class"], OPTIMIZERS, "optimizer_class")
         buffer = metadata["replay_buffer"]
         return {
             **hyper,
-            "policy": custom.pop("policy_class", None) or class_from_name(policy["class"], POLICY_ALIASES, "policy"),
+            "policy": custom.pop("policy_class", None) or allowed_class(policy["class"], POLICY_ALIASES, "policy"),
             "learning_rate": restore("learning_rate", schedules["learning_rate"], schedule_from_dict),
             "actor_learning_rate": restore(
                 "actor_learning_rate", schedules.get("actor_learning_rate"), schedule_from_dict
@@ -1536,7 +1634,7 @@ class OffPolicyAlgorithm:
             ),
             "action_noise": restore("action_noise", metadata["action_noise"], noise_from_dict),
             "replay_buffer_class": custom.pop("replay_buffer_class", None)
-            or class_from_name(buffer["class"], BUFFER_REGISTRY, "replay_buffer_class"),
+            or allowed_class(buffer["class"], BUFFER_REGISTRY, "replay_buffer_class"),
             "replay_buffer_kwargs": dict(buffer.get("kwargs") or {}),
             "policy_kwargs": pkw,
         }

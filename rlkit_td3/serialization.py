@@ -28,7 +28,7 @@ import json
 import os
 import tempfile
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -45,6 +45,16 @@ BUFFER_ENTRY = "replay_buffer.npz"
 
 class ModelFileError(ValueError):
     """A model file is unreadable, inconsistent, or asks for something loading does not allow."""
+
+
+def require_bool(name: str, value: Any) -> bool:
+    """``value`` if it is a real ``bool``; anything else (``"false"``, ``0``, ``None``) is a ``TypeError``.
+
+    Used for every switch that changes what loading trusts, so that a truthy string never turns one on.
+    """
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False (a bool), got {value!r} of type {type(value).__name__}")
+    return value
 
 
 @contextlib.contextmanager
@@ -229,7 +239,7 @@ def write_model_zip(
                 archive.writestr(PICKLE_ENTRY, cloudpickle.dumps(pickled))
 
 
-MAX_METADATA_BYTES = 16 * 2**20
+MAX_METADATA_BYTES = 8 * 2**20
 """Largest ``metadata.json`` that :func:`read_model_zip` reads."""
 MAX_ENTRY_BYTES = 8 * 2**30
 """Largest uncompressed size of any one entry (a 1M-transition HalfCheetah buffer is about 250 MB)."""
@@ -263,15 +273,39 @@ def _check_entries(archive: zipfile.ZipFile, path: Any) -> set[str]:
     return names
 
 
+def _read_entry(archive: zipfile.ZipFile, name: str, limit: int, path: Any) -> bytes:
+    """An entry's bytes, refusing it before reading if it declares more than ``limit`` bytes, and reading at
+    most ``limit + 1`` bytes whatever its header says (a lying header cannot make the read any larger)."""
+    info = archive.getinfo(name)
+    if info.file_size > limit:
+        raise ModelFileError(
+            f"{path}: entry {name!r} declares {info.file_size} bytes, more than the {limit} its model can need"
+        )
+    with archive.open(info) as fh:
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise ModelFileError(f"{path}: entry {name!r} holds more than {limit} bytes")
+    return data
+
+
 def read_model_zip(
-    path: str | os.PathLike[str], allow_pickle: bool = False
+    path: str | os.PathLike[str],
+    allow_pickle: bool = False,
+    entry_limits: Callable[[dict[str, Any]], dict[str, int]] | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, bytes]]:
     """Read an archive written by :func:`write_model_zip`, trusting nothing in it.
 
     Entries are checked before anything is read: only the names a model file has, no path tricks, no
     duplicates, bounded declared sizes and compression ratios. Tensors are read with
     ``torch.load(weights_only=True)``, which refuses pickled code. The pickle entry is never read unless
-    ``allow_pickle`` is true.
+    ``allow_pickle`` is true. With ``entry_limits`` (a function of the metadata, such as
+    :func:`rlkit_td3.file_checks.entry_byte_limits`), every other entry is refused if it declares, or holds,
+    more bytes than the metadata justifies; entries are read with that cap, never past it.
+
+    Args:
+        path: the model file.
+        allow_pickle: read the pickle entry (must be a ``bool``; unpickling can run code).
+        entry_limits: the largest size of each entry given the metadata (default: the global limits).
 
     Returns:
         ``(metadata, tensors, pickled, blobs)``. ``pickled`` is empty unless ``allow_pickle`` is true, and
@@ -279,13 +313,15 @@ def read_model_zip(
 
     Raises:
         ModelFileError: whatever is wrong with the file (this is the only exception it raises for a bad file).
+        TypeError: ``allow_pickle`` is not a bool.
     """
+    require_bool("allow_pickle", allow_pickle)
     try:
         with zipfile.ZipFile(path) as archive:
             names = _check_entries(archive, path)
             if METADATA_ENTRY not in names:
                 raise ModelFileError(f"{path}: not an rlkit_td3 model file (no {METADATA_ENTRY})")
-            metadata = json.loads(archive.read(METADATA_ENTRY))
+            metadata = json.loads(_read_entry(archive, METADATA_ENTRY, MAX_METADATA_BYTES, path))
             if not isinstance(metadata, dict) or metadata.get("format") != FORMAT_NAME:
                 raise ModelFileError(f"{path}: not an rlkit_td3 model file")
             if metadata.get("format_version") != FORMAT_VERSION:
@@ -293,13 +329,18 @@ def read_model_zip(
                     f"{path}: format version {metadata.get('format_version')!r}, "
                     f"this library reads version {FORMAT_VERSION}"
                 )
+            limits = entry_limits(metadata) if entry_limits is not None else {}
+
+            def read(name: str) -> bytes:
+                return _read_entry(archive, name, limits.get(name, MAX_ENTRY_BYTES), path)
+
             tensors = {}
             for name in sorted(names):
                 if name.endswith(".pth"):
                     tensors[name[: -len(".pth")]] = torch.load(
-                        io.BytesIO(archive.read(name)), map_location="cpu", weights_only=True
+                        io.BytesIO(read(name)), map_location="cpu", weights_only=True
                     )
-            blobs = {name: archive.read(name) for name in (BUFFER_ENTRY,) if name in names}
+            blobs = {name: read(name) for name in (BUFFER_ENTRY,) if name in names}
             pickled: dict[str, Any] = {}
             if PICKLE_ENTRY in names and allow_pickle:
                 import cloudpickle

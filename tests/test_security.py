@@ -19,7 +19,7 @@ import torch
 from rlkit_td3 import TD3
 from rlkit_td3.off_policy import NonFiniteError
 from rlkit_td3.serialization import ModelFileError
-from tests.model_fuzz import _entries, _zip, cases
+from tests.model_fuzz import STRUCTURAL_MUTATIONS, _entries, _zip, cases, run_isolated, structural_cases
 
 TINY = dict(learning_starts=50, batch_size=16, buffer_size=500, policy_kwargs={"net_arch": [8]}, seed=0)
 
@@ -104,6 +104,69 @@ def test_fuzzed_model_files_load_or_raise_model_file_error(tmp_path, model_bytes
     print(f"fuzz: {n_cases} cases, {outcomes}")
     assert sum(outcomes.values()) == n_cases
     assert outcomes["refused"] >= 0.9 * n_cases
+
+
+def _vector_pendulum():
+    from gymnasium.vector import AutoresetMode, SyncVectorEnv
+
+    return SyncVectorEnv([lambda: gym.make("Pendulum-v1") for _ in range(2)], autoreset_mode=AutoresetMode.DISABLED)
+
+
+STRUCTURAL_ENVS = [lambda: gym.make("Pendulum-v1"), _vector_pendulum]
+"""The envs of the two base models of the structural fuzz test: one env, and two envs with the memory-optimized
+buffer, Ornstein-Uhlenbeck noise and a linear learning-rate schedule."""
+
+
+@pytest.fixture(scope="module")
+def structural_bases(tmp_path_factory, model_bytes) -> list[bytes]:
+    from rlkit_td3.noise import OrnsteinUhlenbeckActionNoise
+    from rlkit_td3.schedules import LinearSchedule
+
+    path = tmp_path_factory.mktemp("bases") / "b.zip"
+    TD3(
+        "MlpPolicy",
+        _vector_pendulum(),
+        **{**TINY, "optimize_memory_usage": True},
+        action_noise=OrnsteinUhlenbeckActionNoise([0.0], [0.2]),
+        learning_rate=LinearSchedule(1e-3, 1e-4),
+    ).learn(120).save(path, include_buffer=True)
+    return [model_bytes, path.read_bytes()]
+
+
+def _load_then_train(path: Path, make_env) -> str:
+    """What the structural fuzz test runs in each child: the file alone, then with an env and 50 steps of training."""
+    try:
+        TD3.load(path)
+    except ModelFileError:
+        return "refused"
+    model = TD3.load(path, env=make_env())
+    model.learn(50, reset_num_timesteps=False)
+    assert model.num_timesteps >= 170 and model._n_updates > 0
+    return "trained"
+
+
+def test_structural_fuzz_every_case_is_refused_or_loads_and_trains(tmp_path, structural_bases):
+    """1,000 files whose entries are each well-formed but disagree with each other (optimizer moments of another
+    shape, buffer positions past the stored rows, huge declared sizes, ...), each loaded in a forked child under a
+    1 GiB memory cap: every one is refused with ModelFileError, or loads and then trains 50 steps."""
+    n_cases = 1_000
+    path = tmp_path / "case.zip"
+    outcomes: dict[str, int] = {}
+    failures = []
+    kinds = set()
+    for base, kind, data in structural_cases(structural_bases, n_cases, seed=0):
+        kinds.add(kind.split(" + ")[0])
+        path.write_bytes(data)
+        make_env = STRUCTURAL_ENVS[base]
+        outcome, _ = run_isolated(lambda: _load_then_train(path, make_env), memory_cap=2**30, timeout=60)  # noqa: B023
+        if outcome not in ("refused", "trained"):
+            failures.append(f"{kind}: {outcome[:500]}")
+            outcome = "failed"
+        outcomes[outcome] = outcomes.get(outcome, 0) + 1
+    print(f"structural fuzz: {n_cases} cases, {outcomes}")
+    assert not failures, "\n".join(failures[:20])
+    assert len(kinds) >= len(STRUCTURAL_MUTATIONS)  # every kind of disagreement was tried (one has two labels)
+    assert outcomes["refused"] >= 0.8 * n_cases and outcomes.get("trained", 0) >= 20  # both paths exercised
 
 
 # ---------------------------------------------------------------------------------------------------------

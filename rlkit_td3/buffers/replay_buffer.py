@@ -22,13 +22,20 @@ from __future__ import annotations
 import io
 import json
 import os
+import zipfile
 from typing import IO, NamedTuple
 
 import numpy as np
 import torch
 from gymnasium import spaces
 
-from rlkit_td3.serialization import atomic_write
+from rlkit_td3.file_checks import (
+    MAX_BUFFER_META_BYTES,
+    check_buffer_meta,
+    check_buffer_rings,
+    read_npy_member,
+)
+from rlkit_td3.serialization import ModelFileError, atomic_write
 
 
 class ReplayBufferSamples(NamedTuple):
@@ -338,59 +345,95 @@ class ReplayBuffer:
     def load(self, path: str | os.PathLike[str] | IO[bytes]) -> None:
         """Restore a buffer written by :meth:`save` into this buffer (same shapes, same capacity or larger).
 
-        ``path`` may also be a binary file object (e.g. ``io.BytesIO(buffer.to_bytes())``).
+        ``path`` may also be a binary file object (e.g. ``io.BytesIO(buffer.to_bytes())``). The file is
+        checked before anything in this buffer changes: every array's header (dtype, shape) against this
+        buffer's spaces and the file's declared size, positions within capacity and consistent with the
+        stored rows, ``n_envs``, finite values, a well-formed sampler state. Nothing is allocated from a
+        size the file claims before it has been checked.
 
         Raises:
-            ValueError: the file does not match this buffer's shapes, layout (``optimize_memory_usage``,
-                ``n_envs``) or capacity.
+            ModelFileError: (a ``ValueError``) the file is malformed or does not match this buffer's shapes,
+                layout (``optimize_memory_usage``, ``n_envs``) or capacity.
         """
-        with np.load(path, allow_pickle=False) as data:
-            meta = json.loads(bytes(data["meta"]).decode())
-            if tuple(meta["obs_shape"]) != self.obs_shape or meta["action_dim"] != self.action_dim:
-                raise ValueError(
-                    f"replay buffer file has obs shape {tuple(meta['obs_shape'])} and action dim "
-                    f"{meta['action_dim']}, this buffer has {self.obs_shape} and {self.action_dim}"
+        try:
+            with zipfile.ZipFile(path) as archive:
+                self._load_checked(archive)
+        except ModelFileError:
+            raise
+        except FileNotFoundError:
+            raise
+        except Exception as exc:  # noqa: BLE001  (anything that fails while parsing untrusted bytes)
+            raise ModelFileError(f"unreadable replay buffer file ({type(exc).__name__}: {exc})") from exc
+
+    def _load_checked(self, archive: zipfile.ZipFile) -> None:
+        names = set(archive.namelist())
+        allowed = {f"{name}.npy" for name in (*self._arrays(), "meta", "next_observations", "final_rows", "final_obs")}
+        if not names <= allowed:
+            raise ModelFileError(f"the replay buffer file has unexpected entries {sorted(names - allowed)}")
+        raw = read_npy_member(archive, "meta", np.uint8, None, max_items=MAX_BUFFER_META_BYTES)
+        meta = check_buffer_meta(
+            json.loads(raw.tobytes().decode()),
+            obs_shape=self.obs_shape,
+            action_dim=self.action_dim,
+            n_envs=self.n_envs,
+            optimize_memory_usage=self.optimize_memory_usage,
+        )
+        if self.optimize_memory_usage:
+            self._load_per_env(meta, archive)
+        else:
+            size, pos, full = meta["size"], meta["pos"], meta["full"]
+            if size > self.buffer_size or (full and meta["buffer_size"] != self.buffer_size):
+                raise ModelFileError(
+                    f"replay buffer file holds {size} transitions of a buffer of {meta['buffer_size']}; "
+                    f"this buffer has buffer_size={self.buffer_size}"
                 )
-            optimized = bool(meta.get("optimize_memory_usage", False))
-            if optimized != self.optimize_memory_usage:
-                raise ValueError(
-                    f"replay buffer file was saved with optimize_memory_usage={optimized}, "
-                    f"this buffer has optimize_memory_usage={self.optimize_memory_usage}"
+            if size != (meta["buffer_size"] if full else pos):
+                raise ModelFileError(
+                    f"replay buffer file is inconsistent: size={size}, pos={pos}, full={full}, "
+                    f"buffer_size={meta['buffer_size']}"
                 )
-            if optimized:
-                self._load_per_env(meta, data)
-            else:
-                size = int(meta["size"])
-                if size > self.buffer_size or (meta["full"] and meta["buffer_size"] != self.buffer_size):
-                    raise ValueError(
-                        f"replay buffer file holds {size} transitions of a buffer of {meta['buffer_size']}; "
-                        f"this buffer has buffer_size={self.buffer_size}"
-                    )
-                for name, array in self._arrays().items():
-                    array[:size] = data[name]
-                self.pos = int(meta["pos"])
-                self.full = bool(meta["full"])
+            arrays = {name: self._read_rows(archive, name, size) for name in self._arrays()}
+            for name, array in self._arrays().items():
+                array[:size] = arrays[name]
+            self.full = full or size == self.buffer_size
+            self.pos = pos if full else size % self.buffer_size
         rng = np.random.default_rng()
         rng.bit_generator.state = meta["rng_state"]
         self._rng = rng
 
-    def _load_per_env(self, meta: dict, data: np.lib.npyio.NpzFile) -> None:
-        filled = np.asarray(meta["env_filled"], dtype=np.int64)
-        if meta["n_envs"] != self.n_envs or (
-            meta["n_slots"] != self._n_slots and (any(meta["env_full"]) or filled.max(initial=0) > self._n_slots)
-        ):
-            raise ValueError(
-                f"replay buffer file has n_envs={meta['n_envs']} rings of {meta['n_slots']} rows; this buffer "
+    def _read_rows(self, archive: zipfile.ZipFile, name: str, rows: int) -> np.ndarray:
+        array = self._arrays()[name]
+        return read_npy_member(archive, name, array.dtype, (rows, *array.shape[1:]))
+
+    def _load_per_env(self, meta: dict, archive: zipfile.ZipFile) -> None:
+        filled = check_buffer_rings(meta, self.n_envs)
+        old_slots = meta["n_slots"]
+        if old_slots != self._n_slots and (any(meta["env_full"]) or filled.max(initial=0) > self._n_slots):
+            raise ModelFileError(
+                f"replay buffer file has n_envs={meta['n_envs']} rings of {old_slots} rows; this buffer "
                 f"has n_envs={self.n_envs} rings of {self._n_slots} rows (buffer_size={self.buffer_size})"
             )
+        total = int(filled.sum())
+        arrays = {name: self._read_rows(archive, name, total) for name in self._arrays()}
+        old_rows = read_npy_member(archive, "final_rows", np.int64, None, max_items=total)
+        final_obs = read_npy_member(archive, "final_obs", np.float32, (len(old_rows), *self.obs_shape))
+        env, slot = old_rows // old_slots, old_rows % old_slots
+        pos = np.asarray(meta["env_pos"], dtype=np.int64)
+        full = np.asarray(meta["env_full"], dtype=bool)
+        if len(old_rows) and (
+            np.any(np.diff(old_rows) <= 0)
+            or old_rows[0] < 0
+            or env[-1] >= self.n_envs
+            or np.any(np.where(full[env], slot == pos[env], slot >= pos[env]))
+        ):
+            raise ModelFileError("replay buffer final_rows must be increasing rows that hold transitions")
         rows = np.concatenate([e * self._n_slots + np.arange(n) for e, n in enumerate(filled)])
         for name, array in self._arrays().items():
-            array[rows] = data[name]
-        old_rows = np.asarray(data["final_rows"], dtype=np.int64)
-        new_rows = old_rows // meta["n_slots"] * self._n_slots + old_rows % meta["n_slots"]
-        self._final_obs = {int(r): np.array(o) for r, o in zip(new_rows, data["final_obs"])}
-        self._env_pos = np.asarray(meta["env_pos"], dtype=np.int64)
-        self._env_full = np.asarray(meta["env_full"], dtype=bool)
+            array[rows] = arrays[name]
+        new_rows = env * self._n_slots + slot
+        self._final_obs = {int(r): np.array(o) for r, o in zip(new_rows, final_obs)}
+        self._env_pos = pos
+        self._env_full = full
         self._env_has_next = np.asarray(meta["env_has_next"], dtype=bool)
         self.full = bool(self._env_full.all())
 
