@@ -295,6 +295,11 @@ def entry_byte_limits(metadata: dict[str, Any]) -> dict[str, int]:
     than ``MlpPolicy`` (a registered one) falls back to
     :data:`~rlkit_td3.serialization.MAX_ENTRY_BYTES` for its networks.
     """
+    if metadata.get("content") == "policy":  # written by TD3Policy.save: a policy on its own, not a model
+        raise ModelFileError(
+            f"{METADATA_ENTRY}: the file holds a {metadata.get('algorithm')} model (a policy on its own): load it "
+            "with that policy class's load()"
+        )
     try:
         obs_dim, act_dim = _box_size(metadata, "observation_space"), _box_size(metadata, "action_space")
         n_envs = _int("n_envs", metadata.get("n_envs", 1), 1, 2**16)

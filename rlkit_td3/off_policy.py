@@ -1456,9 +1456,8 @@ class OffPolicyAlgorithm:
                 needed for user classes and for anything saved through pickle when ``allow_pickle`` is False.
             print_system_info: print the versions (Python, torch, numpy, gymnasium, platform) that wrote the
                 file beside the current ones.
-            force_reset: start the next ``learn`` from a reset of the envs, not from the saved last observation
-                (rlkit_td3 resets a loaded model's envs before its next step in any case; the switch exists for
-                SB3 compatibility).
+            force_reset: accepted for SB3 compatibility (a real ``bool``): a loaded model always resets its envs
+                before its next step (at an episode boundary with the reset the saved run would do next).
             allow_pickle: read the file's pickle entry, if any. Unpickling can run arbitrary code: only for
                 files you trust. Must be a real ``bool``.
             **kwargs: override stored hyperparameters (e.g. ``verbose=1``, ``learning_starts=0``): only the
@@ -1575,8 +1574,9 @@ class OffPolicyAlgorithm:
                 action_noise=self.action_noise,
                 device=self.device,
             )
-            if force_reset and isinstance(tensors.get("training_state"), dict):
-                tensors["training_state"].pop("last_obs", None)
+            # force_reset needs no action: a loaded model's envs are always reset before its next step (at an
+            # episode boundary by the reset the saved run would do next, keeping exact resume; mid-episode the
+            # episode in flight restarts).
             self._restore_training_state(metadata["training_state"], tensors.get("training_state", {}))
 
     @staticmethod
