@@ -36,10 +36,20 @@ def evaluate_policy(
         ``(mean_return, std_return)``, or ``(episode_returns, episode_lengths)``.
 
     Raises:
-        ValueError: ``n_eval_episodes`` is not positive.
+        ValueError: ``n_eval_episodes`` is not a positive int, or ``seed`` not a non-negative int (NumPy
+            integers count as ints).
     """
-    if isinstance(n_eval_episodes, bool) or not isinstance(n_eval_episodes, int) or n_eval_episodes < 1:
+    if (
+        isinstance(n_eval_episodes, (bool, np.bool_))
+        or not isinstance(n_eval_episodes, (int, np.integer))
+        or n_eval_episodes < 1
+    ):
         raise ValueError(f"n_eval_episodes must be a positive int, got {n_eval_episodes!r}")
+    n_eval_episodes = int(n_eval_episodes)
+    if seed is not None:
+        if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0:
+            raise ValueError(f"seed must be None or a non-negative int, got {seed!r}")
+        seed = int(seed)
     if isinstance(env, str):
         env = gym.make(env)
     if isinstance(env, VectorEnv):

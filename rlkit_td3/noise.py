@@ -218,11 +218,11 @@ class VectorizedActionNoise(ActionNoise):
             raise TypeError(f"base_noise must be an ActionNoise, got {type(base_noise).__name__}")
         if isinstance(base_noise, VectorizedActionNoise):
             raise TypeError("base_noise must be a single-env noise, not a VectorizedActionNoise")
-        if not isinstance(n_envs, int) or n_envs < 1:
+        if isinstance(n_envs, (bool, np.bool_)) or not isinstance(n_envs, (int, np.integer)) or n_envs < 1:
             raise ValueError(f"n_envs must be a positive int, got {n_envs!r}")
         super().__init__(seed)
         self.base_noise = base_noise
-        self.n_envs = n_envs
+        self.n_envs = int(n_envs)
         self.noises = [copy.deepcopy(base_noise) for _ in range(n_envs)]
         self.seed(seed)
 

@@ -30,6 +30,7 @@ from rlkit_td3.monitor import Monitor, is_monitored
 from rlkit_td3.noise import ActionNoise, NormalActionNoise, VectorizedActionNoise, noise_from_dict
 from rlkit_td3.optim import optimizer_step, zero_grad
 from rlkit_td3.policies import POLICY_ALIASES, TD3Policy, get_policy_class
+from rlkit_td3.policies.td3_policy import python_scalars
 from rlkit_td3.schedules import Schedule, ScheduleLike, as_schedule, schedule_from_dict, schedule_to_dict
 from rlkit_td3.serialization import (
     BUFFER_ENTRY,
@@ -361,13 +362,13 @@ class OffPolicyAlgorithm:
         ):
             raise TypeError(f"replay_buffer_class must be a ReplayBuffer subclass, got {replay_buffer_class!r}")
         self.replay_buffer_class = replay_buffer_class or ReplayBuffer
-        self.replay_buffer_kwargs = dict(replay_buffer_kwargs or {})
+        self.replay_buffer_kwargs = python_scalars(dict(replay_buffer_kwargs or {}))
         if not isinstance(optimize_memory_usage, bool):
             raise TypeError(f"optimize_memory_usage must be a bool, got {optimize_memory_usage!r}")
         self.optimize_memory_usage = optimize_memory_usage
         if policy_kwargs is not None and not isinstance(policy_kwargs, dict):
             raise TypeError(f"policy_kwargs must be a dict, got {policy_kwargs!r}")
-        self.policy_kwargs = dict(policy_kwargs or {})
+        self.policy_kwargs = python_scalars(dict(policy_kwargs or {}))
         if tensorboard_log is not None and not isinstance(tensorboard_log, (str, os.PathLike)):
             raise TypeError(f"tensorboard_log must be a folder path or None, got {tensorboard_log!r}")
         self.tensorboard_log = None if tensorboard_log is None else os.fspath(tensorboard_log)

@@ -25,6 +25,23 @@ DEFAULT_NET_ARCH = [400, 300]
 """Hidden sizes of actor and critics: the TD3 paper's 400-300 (Fujimoto et al. 2018, also SB3's default)."""
 
 
+def python_scalars(value: Any) -> Any:
+    """``value`` with every NumPy scalar replaced by the equal Python number, inside lists, tuples and dicts too.
+
+    Settings may be given as NumPy scalars (``np.float32(1e-3)``, ``np.int64(64)``) wherever a Python number is
+    accepted; this keeps what a model stores JSON-serialisable.
+    """
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, list):
+        return [python_scalars(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(python_scalars(v) for v in value)
+    if isinstance(value, dict):
+        return {k: python_scalars(v) for k, v in value.items()}
+    return value
+
+
 def parse_net_arch(net_arch: Any) -> tuple[list[int], list[int]]:
     """Split ``net_arch`` into (actor sizes, critic sizes).
 
@@ -87,8 +104,9 @@ class CriticEnsemble(nn.Module):
         n_critics: int = 2,
     ):
         super().__init__()
-        if isinstance(n_critics, bool) or not isinstance(n_critics, int) or n_critics < 1:
+        if isinstance(n_critics, (bool, np.bool_)) or not isinstance(n_critics, (int, np.integer)) or n_critics < 1:
             raise ValueError(f"n_critics must be a positive int, got {n_critics!r}")
+        n_critics = int(n_critics)
         self.n_critics = n_critics
         sizes = [obs_dim + action_dim, *net_arch, 1]
         self.weights = nn.ParameterList()
@@ -173,18 +191,28 @@ class TD3Policy(nn.Module):
             raise TypeError(f"optimizer_class must be a torch.optim.Optimizer class, got {optimizer_class!r}")
         self.observation_space = observation_space
         self.action_space = action_space
-        self.net_arch = copy.deepcopy(net_arch) if net_arch is not None else list(DEFAULT_NET_ARCH)
-        pi_arch, qf_arch = parse_net_arch(self.net_arch)
+        pi_arch, qf_arch = parse_net_arch(net_arch if net_arch is not None else DEFAULT_NET_ARCH)
+        # stored with Python ints (NumPy ints may be passed), in the form given: a list or a dict
+        self.net_arch: list[int] | dict[str, list[int]] = (
+            {"pi": pi_arch, "qf": qf_arch} if isinstance(net_arch, dict) else pi_arch
+        )
         self.activation_fn = activation_fn
-        self.n_critics = n_critics
         self.optimizer_class = optimizer_class
-        self.optimizer_kwargs = dict(optimizer_kwargs or {})
+        if optimizer_kwargs is not None and not isinstance(optimizer_kwargs, dict):
+            raise TypeError(f"optimizer_kwargs must be a dict, got {optimizer_kwargs!r}")
+        self.optimizer_kwargs = python_scalars(dict(optimizer_kwargs or {}))
+        if "lr" in self.optimizer_kwargs:
+            raise ValueError(
+                f"optimizer_kwargs must not contain 'lr' (got lr={self.optimizer_kwargs['lr']!r}): the learning rate "
+                "is set by learning_rate, actor_learning_rate and critic_learning_rate"
+            )
 
         obs_dim = int(np.prod(observation_space.shape))
         action_dim = int(np.prod(action_space.shape))
         self.actor = Actor(obs_dim, action_dim, pi_arch, activation_fn)
         self.actor_target = copy.deepcopy(self.actor)
         self.critic = CriticEnsemble(obs_dim, action_dim, qf_arch, activation_fn, n_critics)
+        self.n_critics = self.critic.n_critics
         self.critic_target = copy.deepcopy(self.critic)
         for target in (self.actor_target, self.critic_target):
             target.requires_grad_(False)
