@@ -146,17 +146,24 @@ def get_device(device: torch.device | str = "auto") -> torch.device:
 
 
 def check_action_space(space: spaces.Space) -> spaces.Box:
-    """The algorithms need a Box action space with finite bounds.
+    """The algorithms need a floating-point Box action space with at least one element and finite bounds.
 
     Raises:
-        TypeError: not a Box (e.g. Discrete, MultiDiscrete).
-        ValueError: infinite or NaN bounds, or ``low >= high`` in some dimension.
+        TypeError: not a Box (e.g. Discrete, MultiDiscrete), or a Box of integers or booleans.
+        ValueError: no element (a zero in the shape), infinite or NaN bounds, or ``low >= high`` in some dimension.
     """
     if not isinstance(space, spaces.Box):
         raise TypeError(
             f"action_space must be a continuous gymnasium.spaces.Box; got {space!r}. "
             "TD3 and DDPG do not support discrete action spaces"
         )
+    if np.dtype(space.dtype).kind != "f":
+        raise TypeError(
+            f"action_space must have a floating-point dtype, got {space!r}: the actor's continuous actions would be "
+            "truncated to integers behind its back. Use a float Box and round in the env (or a wrapper)"
+        )
+    if int(np.prod(space.shape)) == 0:
+        raise ValueError(f"action_space must have at least one element, got shape {space.shape}")
     if not (np.all(np.isfinite(space.low)) and np.all(np.isfinite(space.high))):
         raise ValueError(f"action_space must have finite bounds, got low={space.low}, high={space.high}")
     if not np.all(space.low < space.high):
@@ -245,6 +252,25 @@ def make_vec_env(env: gym.Env | VectorEnv | str) -> VectorEnv:
             env.metadata["autoreset_mode"] = AutoresetMode(env.metadata["autoreset_mode"])
         env = RecordEpisodeStatistics(env, buffer_length=100, stats_key=EPISODE_STATS_KEY)
     return env
+
+
+def env_name(env: VectorEnv, index: int = 0) -> str:
+    """How error messages name the user's env behind sub-env ``index`` of ``env``: its registered id, else its class.
+
+    The library's own wrappers (episode statistics, ``Monitor``, the observation check, the one-env
+    ``SyncVectorEnv``) are looked through. Only called on error paths.
+    """
+    base = env.unwrapped
+    if isinstance(base, SyncVectorEnv) and 0 <= index < len(base.envs):
+        sub = base.envs[index]
+        return sub.spec.id if sub.spec is not None else type(sub.unwrapped).__name__
+    if env.spec is not None:
+        return env.spec.id
+    try:  # e.g. an AsyncVectorEnv: ask the sub-env for its spec
+        spec = env.get_attr("spec")[index]
+    except Exception:  # noqa: BLE001  (naming the env must never hide the error being reported)
+        spec = None
+    return spec.id if spec is not None else type(base).__name__
 
 
 def _latest_run_id(folder: Path, name: str) -> int:
@@ -401,9 +427,17 @@ class OffPolicyAlgorithm:
     # ------------------------------------------------------------------ setup
     def _set_env_and_spaces(self, env: VectorEnv) -> None:
         obs_space = env.single_observation_space
+        name = env_name(env)
         if not isinstance(obs_space, spaces.Box):
-            raise TypeError(f"observation_space must be a gymnasium.spaces.Box for MlpPolicy, got {obs_space!r}")
-        self.action_space = check_action_space(env.single_action_space)
+            raise TypeError(
+                f"{name}: observation_space must be a gymnasium.spaces.Box for MlpPolicy, got {obs_space!r}"
+            )
+        if int(np.prod(obs_space.shape)) == 0:
+            raise ValueError(f"{name}: observation_space must have at least one element, got shape {obs_space.shape}")
+        try:
+            self.action_space = check_action_space(env.single_action_space)
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"{name}: {exc}") from exc
         self.observation_space = obs_space
         self.env = env
         self.n_envs = env.num_envs
@@ -884,7 +918,7 @@ class OffPolicyAlgorithm:
         if not deterministic and self.action_noise is not None:
             actions = np.clip(actions + self.action_noise(), -1.0, 1.0, dtype=np.float32)
         env_actions = self.policy.unscale_action(actions.reshape(len(batch), *self.action_space.shape))
-        return (env_actions[0] if single else env_actions), None
+        return (env_actions[0, ...] if single else env_actions), None  # [0, ...]: an array even for shape ()
 
     # ------------------------------------------------------------------ persistence
     def save_replay_buffer(self, path: str | os.PathLike[str]) -> None:

@@ -84,7 +84,7 @@ class Actor(nn.Module):
         self.mu = nn.Sequential(*_mlp(obs_dim, net_arch, action_dim, activation_fn), nn.Tanh())
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.mu(obs.flatten(1))
+        return self.mu(obs.reshape(obs.shape[0], -1))  # scalar observations (shape ()) give one column
 
 
 class CriticEnsemble(nn.Module):
@@ -127,7 +127,7 @@ class CriticEnsemble(nn.Module):
 
     def forward(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
         """Q-values of every critic, shape ``(n_critics, batch)``."""
-        x = torch.cat([obs.flatten(1), action], dim=1).expand(self.n_critics, -1, -1)
+        x = torch.cat([obs.reshape(obs.shape[0], -1), action], dim=1).expand(self.n_critics, -1, -1)
         last = len(self.weights) - 1
         for i, (weight, bias) in enumerate(zip(self.weights, self.biases)):
             x = torch.baddbmm(bias, x, weight)
@@ -141,7 +141,7 @@ class CriticEnsemble(nn.Module):
         Used by the actor step: gradients flow to the action (and so to the actor) but no gradient is
         computed for any critic parameter.
         """
-        x = torch.cat([obs.flatten(1), action], dim=1)
+        x = torch.cat([obs.reshape(obs.shape[0], -1), action], dim=1)
         last = len(self.weights) - 1
         for i, (weight, bias) in enumerate(zip(self.weights, self.biases)):
             x = torch.addmm(bias[0].detach(), x, weight[0].detach())
@@ -221,6 +221,14 @@ class TD3Policy(nn.Module):
         high = torch.as_tensor(action_space.high, dtype=torch.float32).flatten()
         self.register_buffer("action_low", low, persistent=False)
         self.register_buffer("action_high", high, persistent=False)
+        with np.errstate(over="ignore"):
+            span = action_space.high - action_space.low
+        # Bounds so wide that ``high - low`` overflows the space's dtype (e.g. +-3e38 in float32) are scaled
+        # through the midpoint and half-width in float64, which cannot overflow; other bounds keep the plain
+        # formula (bit for bit what it always gave).
+        self._wide_bounds = not bool(np.all(np.isfinite(span)))
+        low64, high64 = action_space.low.astype(np.float64), action_space.high.astype(np.float64)
+        self._mid64, self._half64 = 0.5 * low64 + 0.5 * high64, 0.5 * high64 - 0.5 * low64
 
         self.actor_optimizer = self._make_optimizer(self.actor.parameters(), actor_learning_rate)
         self.critic_optimizer = self._make_optimizer(self.critic.parameters(), critic_learning_rate)
@@ -235,11 +243,16 @@ class TD3Policy(nn.Module):
     def scale_action(self, action: np.ndarray) -> np.ndarray:
         """Env units → normalised [-1, 1] units, per dimension."""
         low, high = self.action_space.low, self.action_space.high
+        if self._wide_bounds:
+            return ((np.asarray(action, dtype=np.float64) - self._mid64) / self._half64).astype(np.float32)
         return (2.0 * (action - low) / (high - low) - 1.0).astype(np.float32)
 
     def unscale_action(self, scaled: np.ndarray) -> np.ndarray:
         """Normalised [-1, 1] units → env units, per dimension (asymmetric bounds included)."""
         low, high = self.action_space.low, self.action_space.high
+        if self._wide_bounds:
+            env_action = (self._mid64 + np.asarray(scaled, dtype=np.float64) * self._half64).astype(low.dtype)
+            return np.clip(env_action, low, high)  # the float64 → dtype rounding may step just outside
         return (low + 0.5 * (scaled + 1.0) * (high - low)).astype(self.action_space.dtype)
 
     # ------------------------------------------------------------------ acting
