@@ -239,6 +239,17 @@ class VectorizedActionNoise(ActionNoise):
     def __call__(self) -> np.ndarray:
         return np.stack([noise() for noise in self.noises])
 
+    def resized(self, n_envs: int, seed: int | None = None) -> VectorizedActionNoise:
+        """A copy of this noise for ``n_envs`` envs (used when a model's env changes its number of envs).
+
+        The first ``min(n_envs, self.n_envs)`` copies carry on from their current state (deep copies); the
+        added ones are fresh copies of ``base_noise``, seeded from ``seed``. This object is not changed.
+        """
+        resized = VectorizedActionNoise(self.base_noise, n_envs, seed=seed)
+        kept = min(resized.n_envs, self.n_envs)
+        resized.noises[:kept] = [copy.deepcopy(noise) for noise in self.noises[:kept]]
+        return resized
+
     def get_state(self) -> dict[str, Any]:
         return {"noises": [noise.get_state() for noise in self.noises]}
 

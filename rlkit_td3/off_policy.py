@@ -20,6 +20,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 from gymnasium import spaces
+from gymnasium.envs.registration import load_env_creator
 from gymnasium.vector import AutoresetMode, SyncVectorEnv, VectorEnv, VectorWrapper
 from gymnasium.wrappers.vector import RecordEpisodeStatistics
 
@@ -81,6 +82,16 @@ def flush_tiny_moments(optimizer: torch.optim.Optimizer, below: float = TINY_MOM
 
 class NonFiniteError(FloatingPointError):
     """An env returned a NaN or infinite observation or reward, or a training loss became non-finite."""
+
+
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def _fits_float32(values: Any) -> np.ndarray:
+    """Per row of ``values`` (shape ``(n, ...)``): finite, and still finite as float32 (the buffer's and the
+    networks' dtype; a float64 of 1e300 is finite but becomes inf there). NaN compares false, so it fails too."""
+    array = np.asarray(values)
+    return (np.abs(array) <= FLOAT32_MAX).reshape(len(array), -1).all(axis=1)
 
 
 MAX_N_ENVS = 65_536
@@ -226,10 +237,27 @@ def episode_statistics(env: VectorEnv | None) -> RecordEpisodeStatistics | None:
     return None
 
 
+def _make_env_id(env_id: str) -> gym.Env:
+    """``gymnasium.make(env_id)``, with ``render_mode="rgb_array"`` when the env supports it (as Stable-Baselines3
+    does), so that ``model.env.render()`` returns frames. Ids whose env has no ``rgb_array`` mode, or that set
+    their own ``render_mode``, are made as they are."""
+    try:
+        spec = gym.spec(env_id)
+        creator = spec.entry_point
+        if isinstance(creator, str):
+            creator = load_env_creator(creator)
+        modes = getattr(creator, "metadata", {}).get("render_modes", ())
+        wants_frames = "render_mode" not in spec.kwargs and "rgb_array" in modes
+    except Exception:  # noqa: BLE001  (gymnasium.make below reports a bad id or entry point itself)
+        wants_frames = False
+    return gym.make(env_id, render_mode="rgb_array") if wants_frames else gym.make(env_id)
+
+
 def make_vec_env(env: gym.Env | VectorEnv | str) -> VectorEnv:
     """Wrap what the user passed as a gymnasium vector env that records episode statistics.
 
-    An env id is made with ``gymnasium.make``; a single env is wrapped in
+    An env id is made with ``gymnasium.make``, with ``render_mode="rgb_array"`` where the env supports it (so
+    ``model.get_env().render()`` returns one frame per env); a single env is wrapped in
     :class:`~rlkit_td3.monitor.Monitor` (unless it already has one, as Stable-Baselines3 does), in an
     observation check, and in a one-env ``SyncVectorEnv`` with autoreset disabled: the algorithm resets
     ended episodes itself, just before the next step, which is what makes a checkpoint at an episode
@@ -241,7 +269,7 @@ def make_vec_env(env: gym.Env | VectorEnv | str) -> VectorEnv:
         TypeError: ``env`` is none of these.
     """
     if isinstance(env, str):
-        env = gym.make(env)
+        env = _make_env_id(env)
     if isinstance(env, gym.Env):
         single = _ObservationCheck(env if is_monitored(env) else Monitor(env))
         env = SyncVectorEnv([lambda: single], autoreset_mode=AutoresetMode.DISABLED)
@@ -423,6 +451,7 @@ class OffPolicyAlgorithm:
         self._custom_logger = False
         if _init_setup_model:
             self._setup_model()
+            self._fit_to_env(strict=True)
 
     # ------------------------------------------------------------------ setup
     def _set_env_and_spaces(self, env: VectorEnv) -> None:
@@ -532,12 +561,17 @@ class OffPolicyAlgorithm:
     def set_env(self, env: gym.Env | VectorEnv | str) -> None:
         """Replace the training env; its spaces and number of envs must match the model's.
 
+        The env may have fewer envs than the replay buffer was built for, not more. The exploration noise
+        follows the new number of envs: a :class:`~rlkit_td3.noise.VectorizedActionNoise` keeps the copies
+        of the envs that remain and gets fresh ones for added envs; a single-env noise is vectorized.
+
         Raises:
-            ValueError: the spaces or ``n_envs`` differ.
+            ValueError: the spaces differ, or the env has more envs than the replay buffer was built for.
         """
         vec = make_vec_env(env)
         self._check_env_matches(vec)
         self._set_env_and_spaces(vec)
+        self._fit_to_env(strict=False)
         self._last_obs = None
         self._rollout = None
 
@@ -547,9 +581,72 @@ class OffPolicyAlgorithm:
             ("action_space", self.action_space, vec.single_action_space),
         ):
             if not spaces_equal(mine, theirs):
-                raise ValueError(f"the env's {name} {theirs!r} differs from the model's {mine!r}")
+                raise ValueError(f"{env_name(vec)}: the env's {name} {theirs!r} differs from the model's {mine!r}")
         if hasattr(self, "replay_buffer") and vec.num_envs > self.replay_buffer.n_envs:
-            raise ValueError(f"the env has n_envs={vec.num_envs}, the model was built for {self.replay_buffer.n_envs}")
+            raise ValueError(
+                f"{env_name(vec)}: the env has n_envs={vec.num_envs}, more than the replay buffer was built for "
+                f"(n_envs={self.replay_buffer.n_envs}); save the model and load it with env=... to get a buffer "
+                "for more envs"
+            )
+
+    def _fit_to_env(self, strict: bool) -> None:
+        """Check the components sized for one action size or one number of envs against the current ones.
+
+        Called when the model is built (``strict``: a mismatch is the caller's mistake and raises), and when
+        its env changes (:meth:`set_env`, ``load(env=...)``), where the exploration noise is resized to the
+        new ``n_envs`` (see :meth:`set_env`).
+
+        Raises:
+            ValueError: the noise's action dimension differs from the action space's, or (``strict``) a
+                ``VectorizedActionNoise`` was made for another number of envs.
+        """
+        if self._last_obs is not None and len(self._last_obs) != self.n_envs:
+            self._last_obs = None  # a checkpoint's observations of another number of envs: start afresh
+        noise = self.action_noise
+        if noise is None:
+            return
+        base = noise.base_noise if isinstance(noise, VectorizedActionNoise) else noise
+        mean = getattr(base, "mean", None)
+        action_dim = int(np.prod(self.action_space.shape))
+        if isinstance(mean, np.ndarray) and mean.size != action_dim:
+            raise ValueError(
+                f"action_noise has {mean.size} dimension(s) (its mean has shape {mean.shape}); the action space "
+                f"{self.action_space} has {action_dim}"
+            )
+        seed = None if self.seed is None else int(np.random.SeedSequence([self.seed, self.n_envs]).generate_state(1)[0])
+        if isinstance(noise, VectorizedActionNoise) and noise.n_envs != self.n_envs:
+            if strict:
+                raise ValueError(
+                    f"action_noise is a VectorizedActionNoise for n_envs={noise.n_envs}; the env has "
+                    f"n_envs={self.n_envs} (pass the single-env noise: the model vectorizes it)"
+                )
+            self.action_noise = noise.resized(self.n_envs, seed=seed)
+        elif not isinstance(noise, VectorizedActionNoise) and self.n_envs > 1:
+            vectorized = VectorizedActionNoise(noise, self.n_envs, seed=seed)
+            vectorized.noises[0] = noise  # the first env carries on with the noise as it stands
+            self.action_noise = vectorized
+
+    def _draw_noise(self, batch_size: int) -> np.ndarray:
+        """Exploration noise for ``batch_size`` rows of actions, shape ``(batch_size, action_dim)``.
+
+        One draw per row: when ``batch_size`` is the number of envs a ``VectorizedActionNoise`` gives its
+        per-env copies; otherwise row ``i`` comes from copy ``i % n_envs`` (a single-env noise: from the noise).
+
+        Raises:
+            ValueError: the noise returns a sample of another size than the action space's.
+        """
+        noise = self.action_noise
+        if isinstance(noise, VectorizedActionNoise) and batch_size == noise.n_envs:
+            sample = np.asarray(noise())
+        else:
+            copies = noise.noises if isinstance(noise, VectorizedActionNoise) else [noise]
+            sample = np.stack([np.reshape(copies[i % len(copies)](), -1) for i in range(batch_size)])
+        if sample.shape != (batch_size, self._action_dim):
+            raise ValueError(
+                f"action_noise returned samples of shape {sample.shape}, for {batch_size} row(s) of actions; the "
+                f"action space {self.action_space} needs ({batch_size}, {self._action_dim})"
+            )
+        return sample
 
     # ------------------------------------------------------------------ learning loop
     def set_logger(self, logger: Logger) -> None:
@@ -640,6 +737,7 @@ class OffPolicyAlgorithm:
         seed = None if self._env_seeded else self.seed
         self._env_seeded = True
         obs, _ = self.env.reset(seed=seed)
+        self._check_reset_obs(obs, np.ones(self.n_envs, dtype=bool))
         self._last_obs = obs
         self._needs_reset = np.zeros(self.n_envs, dtype=bool)
         if self.action_noise is not None:
@@ -669,9 +767,14 @@ class OffPolicyAlgorithm:
             env_actions = self.policy.unscale_action(actions.reshape(self.n_envs, *self.action_space.shape))
             new_obs, rewards, terminated, truncated, infos = self.env.step(env_actions)
             dones = terminated | truncated
+            # Checked before anything is stored or counted (see _raise_non_finite).
+            ok_rows = _fits_float32(new_obs) & _fits_float32(rewards)
+            if self._autoreset_mode == AutoresetMode.SAME_STEP and dones.any():
+                for i in np.flatnonzero(dones):
+                    ok_rows[i] &= bool(_fits_float32([infos["final_obs"][i]])[0])
+            if not ok_rows.all():
+                self._raise_non_finite(new_obs, rewards, infos, dones)
             self.num_timesteps += self.n_envs
-            if not (np.isfinite(rewards).all() and np.isfinite(new_obs).all()):
-                self._raise_non_finite(new_obs, rewards)
             rollout["calls"] += 1
             valid = self._store_transition(obs, new_obs, actions, rewards, terminated, truncated, dones, infos)
             rollout["collected"] += int(valid.sum())
@@ -689,19 +792,52 @@ class OffPolicyAlgorithm:
         callback.on_rollout_end()
         return True, rollout["collected"]
 
-    def _raise_non_finite(self, new_obs: np.ndarray, rewards: np.ndarray) -> None:
-        """Name the env, the step and the values: NaNs would otherwise spread silently into the networks."""
-        bad_obs = ~np.isfinite(new_obs.reshape(self.n_envs, -1)).all(axis=1)
-        bad_reward = ~np.isfinite(rewards)
-        i = int(np.flatnonzero(bad_obs | bad_reward)[0])
-        what = "observation" if bad_obs[i] else f"reward ({rewards[i]})"
-        base = self.env.unwrapped
-        spec = getattr(base.envs[i], "spec", None) if isinstance(base, SyncVectorEnv) else None
-        name = spec.id if spec is not None else type(self.env).__name__
+    def _raise_non_finite(
+        self,
+        obs: np.ndarray,
+        rewards: np.ndarray | None,
+        infos: dict[str, Any] | None = None,
+        dones: np.ndarray | None = None,
+        where: str = "step()",
+        rows: np.ndarray | None = None,
+    ) -> None:
+        """Raise :class:`NonFiniteError` naming the env, the step and the value: NaNs would otherwise spread silently
+        into the buffer and the networks.
+
+        Called before anything of the step (or reset) is stored, counted or fed to the actor. The model is left
+        as if the step had not happened, except that the envs are marked for a full reset: the next ``learn``
+        (``reset_num_timesteps=False`` included) starts fresh episodes, so no stored transition skips the bad
+        step or joins two episodes.
+        """
+        self._last_obs = None
+        self._rollout = None
+        n = self.n_envs
+        rows = np.ones(n, dtype=bool) if rows is None else rows
+        bad_obs = ~_fits_float32(np.reshape(obs, (n, -1))) & rows
+        bad_reward = np.zeros(n, dtype=bool) if rewards is None else ~_fits_float32(rewards) & rows
+        bad_final = np.zeros(n, dtype=bool)
+        if infos is not None and dones is not None and self._autoreset_mode == AutoresetMode.SAME_STEP:
+            for j in np.flatnonzero(dones & rows):
+                bad_final[j] = not _fits_float32([infos["final_obs"][j]])[0]
+        i = int(np.flatnonzero(bad_obs | bad_reward | bad_final)[0])
+        if bad_obs[i]:
+            what = f"observation {np.array2string(np.asarray(obs[i]), threshold=8)} from {where}"
+        elif bad_reward[i]:
+            what = f"reward ({rewards[i]}) from {where}"
+        else:
+            final = np.array2string(np.asarray(infos["final_obs"][i]), threshold=8)
+            what = f"final observation {final} (infos['final_obs']) from {where}"
+        when = "before" if where == "reset()" else "at"
         raise NonFiniteError(
-            f"env {i} ({name}) returned a non-finite {what} at step {self.num_timesteps} "
-            f"(num_timesteps, counted over {self.n_envs} env(s)); nothing from this step was stored or trained on"
+            f"env {i} ({env_name(self.env, i)}) returned a non-finite {what} (NaN, inf, or beyond float32's "
+            f"range +-{FLOAT32_MAX:.3g}) {when} step {self.num_timesteps + n} (num_timesteps, counted over {n} "
+            "env(s)); nothing from this step was stored or trained on, and the next learn() starts fresh episodes"
         )
+
+    def _check_reset_obs(self, obs: np.ndarray, mask: np.ndarray) -> None:
+        """Raise :class:`NonFiniteError` if an observation ``reset()`` returned for a ``mask``-ed env is not finite."""
+        if not _fits_float32(np.reshape(obs, (self.n_envs, -1)))[mask].all():
+            self._raise_non_finite(obs, None, where="reset()", rows=mask)
 
     def _reset_ended_envs(self) -> None:
         """Reset the envs whose episode ended at the previous step (autoreset disabled)."""
@@ -718,6 +854,7 @@ class OffPolicyAlgorithm:
             stats.episode_lengths[mask] = 0
             stats.episode_start_times[mask] = time.perf_counter()
             stats.prev_dones[mask] = False
+        self._check_reset_obs(reset_obs, mask)
         self._last_obs = np.where(mask.reshape(-1, *([1] * (reset_obs.ndim - 1))), reset_obs, self._last_obs)
         self._needs_reset = np.zeros(self.n_envs, dtype=bool)
 
@@ -727,7 +864,7 @@ class OffPolicyAlgorithm:
             return self._warmup_rng.uniform(-1.0, 1.0, size=(self.n_envs, self._action_dim)).astype(np.float32)
         actions = self.policy.actor_numpy(obs)
         if self.action_noise is not None:
-            actions = np.clip(actions + self.action_noise(), -1.0, 1.0, dtype=np.float32)
+            actions = np.clip(actions + self._draw_noise(self.n_envs), -1.0, 1.0, dtype=np.float32)
         return actions
 
     def _store_transition(
@@ -916,7 +1053,7 @@ class OffPolicyAlgorithm:
         batch = obs.reshape(-1, *obs_shape)
         actions = self.policy.actor_numpy(batch)
         if not deterministic and self.action_noise is not None:
-            actions = np.clip(actions + self.action_noise(), -1.0, 1.0, dtype=np.float32)
+            actions = np.clip(actions + self._draw_noise(len(batch)), -1.0, 1.0, dtype=np.float32)
         env_actions = self.policy.unscale_action(actions.reshape(len(batch), *self.action_space.shape))
         return (env_actions[0, ...] if single else env_actions), None  # [0, ...]: an array even for shape ()
 
@@ -1195,6 +1332,7 @@ class OffPolicyAlgorithm:
             self.replay_buffer.load(io.BytesIO(blobs[BUFFER_ENTRY]))
         if "training_state" in metadata:
             self._restore_training_state(metadata["training_state"], tensors.get("training_state", {}))
+        self._fit_to_env(strict=False)  # the noise of a model saved with another n_envs than env's
 
     @staticmethod
     def _constructor_kwargs_from_metadata(

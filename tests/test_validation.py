@@ -232,3 +232,27 @@ def test_schedules_take_numpy_scalars_and_refuse_non_numbers():
 def test_lr_in_optimizer_kwargs_is_refused_clearly():
     with pytest.raises(ValueError, match="optimizer_kwargs.*'lr'.*learning_rate"):
         TD3("MlpPolicy", "Pendulum-v1", policy_kwargs={"optimizer_kwargs": {"lr": np.float32(1e-3)}})
+
+
+# ---------------------------------------------------------------- messages name the user's env
+
+
+def test_space_mismatch_messages_name_the_users_env():
+    from gymnasium.vector import SyncVectorEnv
+
+    from tests.conftest import make_counter
+
+    model = TD3("MlpPolicy", make_counter(5), policy_kwargs={"net_arch": [4]})
+    other = make_counter(5, act_low=(-2.0,), act_high=(2.0,))
+    with pytest.raises(ValueError, match=r"^CounterEnv: the env's action_space"):
+        model.set_env(other)
+    with pytest.raises(ValueError, match=r"^Pendulum-v1: the env's observation_space"):
+        model.set_env("Pendulum-v1")
+    with pytest.raises(ValueError, match=r"^CounterEnv: the env's action_space"):
+        model.set_env(SyncVectorEnv([lambda: other]))
+    with pytest.raises(TypeError, match=r"^DiscreteActionEnv: action_space must be a continuous"):
+        TD3("MlpPolicy", DiscreteActionEnv(spaces.Discrete(2)))
+    env = CounterEnv()
+    env.observation_space = spaces.Discrete(3)
+    with pytest.raises(TypeError, match=r"^CounterEnv: observation_space must be a gymnasium.spaces.Box"):
+        TD3("MlpPolicy", env)
