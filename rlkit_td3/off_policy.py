@@ -417,9 +417,9 @@ class OffPolicyAlgorithm:
             raise TypeError(f"replay_buffer_class must be a ReplayBuffer subclass, got {replay_buffer_class!r}")
         self.replay_buffer_class = replay_buffer_class or ReplayBuffer
         self.replay_buffer_kwargs = python_scalars(dict(replay_buffer_kwargs or {}))
-        if not isinstance(optimize_memory_usage, bool):
+        if not isinstance(optimize_memory_usage, (bool, np.bool_)):
             raise TypeError(f"optimize_memory_usage must be a bool, got {optimize_memory_usage!r}")
-        self.optimize_memory_usage = optimize_memory_usage
+        self.optimize_memory_usage = bool(optimize_memory_usage)
         if policy_kwargs is not None and not isinstance(policy_kwargs, dict):
             raise TypeError(f"policy_kwargs must be a dict, got {policy_kwargs!r}")
         self.policy_kwargs = python_scalars(dict(policy_kwargs or {}))

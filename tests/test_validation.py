@@ -203,6 +203,25 @@ def test_numpy_scalars_accepted_everywhere_and_saved_as_plain_json(tmp_path):
     assert vec_noise.n_envs == 2 and vec_noise().shape == (2, 1)
 
 
+def test_numpy_scalars_in_the_replay_buffer_and_its_switch(tmp_path):
+    from rlkit_td3.buffers import ReplayBuffer
+
+    obs, act = spaces.Box(-1, 1, (2,), np.float32), spaces.Box(-1, 1, (1,), np.float32)
+    buffer = ReplayBuffer(
+        np.int64(10), obs, act, n_envs=np.int64(2), seed=np.int64(0), optimize_memory_usage=np.bool_(1)
+    )
+    assert (buffer.n_envs, buffer.optimize_memory_usage) == (2, True) and type(buffer.n_envs) is int
+    model = TD3(
+        "MlpPolicy",
+        "Pendulum-v1",
+        buffer_size=500,
+        optimize_memory_usage=np.bool_(True),
+        policy_kwargs={"net_arch": [4]},
+    )
+    model.save(tmp_path / "m.zip")
+    assert TD3.load(tmp_path / "m.zip").optimize_memory_usage is True
+
+
 def test_numpy_scalars_in_evaluate_policy():
     from rlkit_td3.evaluation import evaluate_policy
 
