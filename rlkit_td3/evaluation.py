@@ -83,13 +83,18 @@ def evaluate_policy(
         ``(mean_return, std_return)``, or ``(episode_returns, episode_lengths)``.
 
     Raises:
-        ValueError: ``n_eval_episodes`` is not positive.
+        ValueError: ``n_eval_episodes`` is not a positive int, or ``seed`` not a non-negative int (NumPy
+            integers count as ints).
         TypeError: ``env`` is none of the above, or ``callback`` is not callable.
         AssertionError: the mean return is not above ``reward_threshold``.
         RuntimeError: a Monitor-wrapped env ends ``MAX_DONES_WITHOUT_EPISODE`` (100) episodes in a row without
             Monitor's ``info["episode"]`` (a wrapper above Monitor ends them: the loop would never finish).
     """
-    if isinstance(n_eval_episodes, bool) or not isinstance(n_eval_episodes, int) or n_eval_episodes < 1:
+    if (
+        isinstance(n_eval_episodes, (bool, np.bool_))
+        or not isinstance(n_eval_episodes, (int, np.integer))
+        or n_eval_episodes < 1
+    ):
         raise ValueError(f"n_eval_episodes must be a positive int, got {n_eval_episodes!r}")
     if callback is not None and not callable(callback):
         raise TypeError(f"callback must be a function callback(locals, globals) or None, got {callback!r}")
@@ -97,6 +102,11 @@ def evaluate_policy(
         isinstance(reward_threshold, bool) or not isinstance(reward_threshold, (int, float, np.number))
     ):
         raise TypeError(f"reward_threshold must be a number or None, got {reward_threshold!r}")
+    n_eval_episodes = int(n_eval_episodes)
+    if seed is not None:
+        if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0:
+            raise ValueError(f"seed must be None or a non-negative int, got {seed!r}")
+        seed = int(seed)
     if isinstance(env, str):
         env = gym.make(env)
     if is_sb3_vec_env(env):

@@ -218,11 +218,11 @@ class VectorizedActionNoise(ActionNoise):
             raise TypeError(f"base_noise must be an ActionNoise, got {type(base_noise).__name__}")
         if isinstance(base_noise, VectorizedActionNoise):
             raise TypeError("base_noise must be a single-env noise, not a VectorizedActionNoise")
-        if not isinstance(n_envs, int) or n_envs < 1:
+        if isinstance(n_envs, (bool, np.bool_)) or not isinstance(n_envs, (int, np.integer)) or n_envs < 1:
             raise ValueError(f"n_envs must be a positive int, got {n_envs!r}")
         super().__init__(seed)
         self.base_noise = base_noise
-        self.n_envs = n_envs
+        self.n_envs = int(n_envs)
         self.noises = [copy.deepcopy(base_noise) for _ in range(n_envs)]
         self.seed(seed)
 
@@ -238,6 +238,17 @@ class VectorizedActionNoise(ActionNoise):
 
     def __call__(self) -> np.ndarray:
         return np.stack([noise() for noise in self.noises])
+
+    def resized(self, n_envs: int, seed: int | None = None) -> VectorizedActionNoise:
+        """A copy of this noise for ``n_envs`` envs (used when a model's env changes its number of envs).
+
+        The first ``min(n_envs, self.n_envs)`` copies carry on from their current state (deep copies); the
+        added ones are fresh copies of ``base_noise``, seeded from ``seed``. This object is not changed.
+        """
+        resized = VectorizedActionNoise(self.base_noise, n_envs, seed=seed)
+        kept = min(resized.n_envs, self.n_envs)
+        resized.noises[:kept] = [copy.deepcopy(noise) for noise in self.noises[:kept]]
+        return resized
 
     def get_state(self) -> dict[str, Any]:
         return {"noises": [noise.get_state() for noise in self.noises]}

@@ -22,6 +22,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 from gymnasium import spaces
+from gymnasium.envs.registration import load_env_creator
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv, VectorEnv, VectorWrapper
 from gymnasium.wrappers.vector import RecordEpisodeStatistics
 
@@ -53,6 +54,7 @@ from rlkit_td3.monitor import Monitor, is_monitored
 from rlkit_td3.noise import ActionNoise, NormalActionNoise, VectorizedActionNoise, noise_from_dict
 from rlkit_td3.optim import optimizer_step, zero_grad
 from rlkit_td3.policies import POLICY_ALIASES, TD3Policy, get_policy_class
+from rlkit_td3.policies.td3_policy import python_scalars
 from rlkit_td3.schedules import (
     Schedule,
     ScheduleLike,
@@ -110,6 +112,16 @@ def flush_tiny_moments(optimizer: torch.optim.Optimizer, below: float = TINY_MOM
 
 class NonFiniteError(FloatingPointError):
     """An env returned a NaN or infinite observation or reward, or a training loss became non-finite."""
+
+
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def _fits_float32(values: Any) -> np.ndarray:
+    """Per row of ``values`` (shape ``(n, ...)``): finite, and still finite as float32 (the buffer's and the
+    networks' dtype; a float64 of 1e300 is finite but becomes inf there). NaN compares false, so it fails too."""
+    array = np.asarray(values)
+    return (np.abs(array) <= FLOAT32_MAX).reshape(len(array), -1).all(axis=1)
 
 
 MAX_N_ENVS = 65_536
@@ -213,17 +225,24 @@ def _check_device(device: Any) -> torch.device:
 
 
 def check_action_space(space: spaces.Space) -> spaces.Box:
-    """The algorithms need a Box action space with finite bounds.
+    """The algorithms need a floating-point Box action space with at least one element and finite bounds.
 
     Raises:
-        TypeError: not a Box (e.g. Discrete, MultiDiscrete).
-        ValueError: infinite or NaN bounds, or ``low >= high`` in some dimension.
+        TypeError: not a Box (e.g. Discrete, MultiDiscrete), or a Box of integers or booleans.
+        ValueError: no element (a zero in the shape), infinite or NaN bounds, or ``low >= high`` in some dimension.
     """
     if not isinstance(space, spaces.Box):
         raise TypeError(
             f"action_space must be a continuous gymnasium.spaces.Box; got {space!r}. "
             "TD3 and DDPG do not support discrete action spaces"
         )
+    if np.dtype(space.dtype).kind != "f":
+        raise TypeError(
+            f"action_space must have a floating-point dtype, got {space!r}: the actor's continuous actions would be "
+            "truncated to integers behind its back. Use a float Box and round in the env (or a wrapper)"
+        )
+    if int(np.prod(space.shape)) == 0:
+        raise ValueError(f"action_space must have at least one element, got shape {space.shape}")
     if not (np.all(np.isfinite(space.low)) and np.all(np.isfinite(space.high))):
         raise ValueError(f"action_space must have finite bounds, got low={space.low}, high={space.high}")
     if not np.all(space.low < space.high):
@@ -286,10 +305,27 @@ def episode_statistics(env: VectorEnv | None) -> RecordEpisodeStatistics | None:
     return None
 
 
+def _make_env_id(env_id: str) -> gym.Env:
+    """``gymnasium.make(env_id)``, with ``render_mode="rgb_array"`` when the env supports it (as Stable-Baselines3
+    does), so that ``model.env.render()`` returns frames. Ids whose env has no ``rgb_array`` mode, or that set
+    their own ``render_mode``, are made as they are."""
+    try:
+        spec = gym.spec(env_id)
+        creator = spec.entry_point
+        if isinstance(creator, str):
+            creator = load_env_creator(creator)
+        modes = getattr(creator, "metadata", {}).get("render_modes", ())
+        wants_frames = "render_mode" not in spec.kwargs and "rgb_array" in modes
+    except Exception:  # noqa: BLE001  (gymnasium.make below reports a bad id or entry point itself)
+        wants_frames = False
+    return gym.make(env_id, render_mode="rgb_array") if wants_frames else gym.make(env_id)
+
+
 def make_vec_env(env: gym.Env | VectorEnv | str) -> VectorEnv:
     """Wrap what the user passed as a gymnasium vector env that records episode statistics.
 
-    An env id is made with ``gymnasium.make``; a single env is wrapped in
+    An env id is made with ``gymnasium.make``, with ``render_mode="rgb_array"`` where the env supports it (so
+    ``model.get_env().render()`` returns one frame per env); a single env is wrapped in
     :class:`~rlkit_td3.monitor.Monitor` (unless it already has one, as Stable-Baselines3 does), in an
     observation check, and in a one-env ``SyncVectorEnv`` with autoreset disabled: the algorithm resets
     ended episodes itself, just before the next step, which is what makes a checkpoint at an episode
@@ -301,7 +337,7 @@ def make_vec_env(env: gym.Env | VectorEnv | str) -> VectorEnv:
         TypeError: ``env`` is none of these.
     """
     if isinstance(env, str):
-        env = gym.make(env)
+        env = _make_env_id(env)
     if isinstance(env, gym.Env):
         single = _ObservationCheck(env if is_monitored(env) else Monitor(env))
         env = SyncVectorEnv([lambda: single], autoreset_mode=AutoresetMode.DISABLED)
@@ -312,6 +348,25 @@ def make_vec_env(env: gym.Env | VectorEnv | str) -> VectorEnv:
             env.metadata["autoreset_mode"] = AutoresetMode(env.metadata["autoreset_mode"])
         env = RecordEpisodeStatistics(env, buffer_length=100, stats_key=EPISODE_STATS_KEY)
     return env
+
+
+def env_name(env: VectorEnv, index: int = 0) -> str:
+    """How error messages name the user's env behind sub-env ``index`` of ``env``: its registered id, else its class.
+
+    The library's own wrappers (episode statistics, ``Monitor``, the observation check, the one-env
+    ``SyncVectorEnv``) are looked through. Only called on error paths.
+    """
+    base = env.unwrapped
+    if isinstance(base, SyncVectorEnv) and 0 <= index < len(base.envs):
+        sub = base.envs[index]
+        return sub.spec.id if sub.spec is not None else type(sub.unwrapped).__name__
+    if env.spec is not None:
+        return env.spec.id
+    try:  # e.g. an AsyncVectorEnv: ask the sub-env for its spec
+        spec = env.get_attr("spec")[index]
+    except Exception:  # noqa: BLE001  (naming the env must never hide the error being reported)
+        spec = None
+    return spec.id if spec is not None else type(base).__name__
 
 
 def _latest_run_id(folder: Path, name: str) -> int:
@@ -432,13 +487,13 @@ class OffPolicyAlgorithm:
         ):
             raise TypeError(f"replay_buffer_class must be a ReplayBuffer subclass, got {replay_buffer_class!r}")
         self.replay_buffer_class = replay_buffer_class or ReplayBuffer
-        self.replay_buffer_kwargs = dict(replay_buffer_kwargs or {})
-        if not isinstance(optimize_memory_usage, bool):
+        self.replay_buffer_kwargs = python_scalars(dict(replay_buffer_kwargs or {}))
+        if not isinstance(optimize_memory_usage, (bool, np.bool_)):
             raise TypeError(f"optimize_memory_usage must be a bool, got {optimize_memory_usage!r}")
-        self.optimize_memory_usage = optimize_memory_usage
+        self.optimize_memory_usage = bool(optimize_memory_usage)
         if policy_kwargs is not None and not isinstance(policy_kwargs, dict):
             raise TypeError(f"policy_kwargs must be a dict, got {policy_kwargs!r}")
-        self.policy_kwargs = dict(policy_kwargs or {})
+        self.policy_kwargs = python_scalars(dict(policy_kwargs or {}))
         if tensorboard_log is not None and not isinstance(tensorboard_log, (str, os.PathLike)):
             raise TypeError(f"tensorboard_log must be a folder path or None, got {tensorboard_log!r}")
         self.tensorboard_log = None if tensorboard_log is None else os.fspath(tensorboard_log)
@@ -471,13 +526,22 @@ class OffPolicyAlgorithm:
         self._custom_logger = False
         if _init_setup_model:
             self._setup_model()
+            self._fit_to_env(strict=True)
 
     # ------------------------------------------------------------------ setup
     def _set_env_and_spaces(self, env: VectorEnv) -> None:
         obs_space = env.single_observation_space
+        name = env_name(env)
         if not isinstance(obs_space, spaces.Box):
-            raise TypeError(f"observation_space must be a gymnasium.spaces.Box for MlpPolicy, got {obs_space!r}")
-        self.action_space = check_action_space(env.single_action_space)
+            raise TypeError(
+                f"{name}: observation_space must be a gymnasium.spaces.Box for MlpPolicy, got {obs_space!r}"
+            )
+        if int(np.prod(obs_space.shape)) == 0:
+            raise ValueError(f"{name}: observation_space must have at least one element, got shape {obs_space.shape}")
+        try:
+            self.action_space = check_action_space(env.single_action_space)
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"{name}: {exc}") from exc
         self.observation_space = obs_space
         self.env = env
         self.n_envs = env.num_envs
@@ -572,12 +636,17 @@ class OffPolicyAlgorithm:
     def set_env(self, env: gym.Env | VectorEnv | str) -> None:
         """Replace the training env; its spaces and number of envs must match the model's.
 
+        The env may have fewer envs than the replay buffer was built for, not more. The exploration noise
+        follows the new number of envs: a :class:`~rlkit_td3.noise.VectorizedActionNoise` keeps the copies
+        of the envs that remain and gets fresh ones for added envs; a single-env noise is vectorized.
+
         Raises:
-            ValueError: the spaces or ``n_envs`` differ.
+            ValueError: the spaces differ, or the env has more envs than the replay buffer was built for.
         """
         vec = make_vec_env(env)
         self._check_env_matches(vec)
         self._set_env_and_spaces(vec)
+        self._fit_to_env(strict=False)
         self._last_obs = None
         self._rollout = None
 
@@ -587,9 +656,72 @@ class OffPolicyAlgorithm:
             ("action_space", self.action_space, vec.single_action_space),
         ):
             if not spaces_equal(mine, theirs):
-                raise ValueError(f"the env's {name} {theirs!r} differs from the model's {mine!r}")
+                raise ValueError(f"{env_name(vec)}: the env's {name} {theirs!r} differs from the model's {mine!r}")
         if hasattr(self, "replay_buffer") and vec.num_envs > self.replay_buffer.n_envs:
-            raise ValueError(f"the env has n_envs={vec.num_envs}, the model was built for {self.replay_buffer.n_envs}")
+            raise ValueError(
+                f"{env_name(vec)}: the env has n_envs={vec.num_envs}, more than the replay buffer was built for "
+                f"(n_envs={self.replay_buffer.n_envs}); save the model and load it with env=... to get a buffer "
+                "for more envs"
+            )
+
+    def _fit_to_env(self, strict: bool) -> None:
+        """Check the components sized for one action size or one number of envs against the current ones.
+
+        Called when the model is built (``strict``: a mismatch is the caller's mistake and raises), and when
+        its env changes (:meth:`set_env`, ``load(env=...)``), where the exploration noise is resized to the
+        new ``n_envs`` (see :meth:`set_env`).
+
+        Raises:
+            ValueError: the noise's action dimension differs from the action space's, or (``strict``) a
+                ``VectorizedActionNoise`` was made for another number of envs.
+        """
+        if self._last_obs is not None and len(self._last_obs) != self.n_envs:
+            self._last_obs = None  # a checkpoint's observations of another number of envs: start afresh
+        noise = self.action_noise
+        if noise is None:
+            return
+        base = noise.base_noise if isinstance(noise, VectorizedActionNoise) else noise
+        mean = getattr(base, "mean", None)
+        action_dim = int(np.prod(self.action_space.shape))
+        if isinstance(mean, np.ndarray) and mean.size != action_dim:
+            raise ValueError(
+                f"action_noise has {mean.size} dimension(s) (its mean has shape {mean.shape}); the action space "
+                f"{self.action_space} has {action_dim}"
+            )
+        seed = None if self.seed is None else int(np.random.SeedSequence([self.seed, self.n_envs]).generate_state(1)[0])
+        if isinstance(noise, VectorizedActionNoise) and noise.n_envs != self.n_envs:
+            if strict:
+                raise ValueError(
+                    f"action_noise is a VectorizedActionNoise for n_envs={noise.n_envs}; the env has "
+                    f"n_envs={self.n_envs} (pass the single-env noise: the model vectorizes it)"
+                )
+            self.action_noise = noise.resized(self.n_envs, seed=seed)
+        elif not isinstance(noise, VectorizedActionNoise) and self.n_envs > 1:
+            vectorized = VectorizedActionNoise(noise, self.n_envs, seed=seed)
+            vectorized.noises[0] = noise  # the first env carries on with the noise as it stands
+            self.action_noise = vectorized
+
+    def _draw_noise(self, batch_size: int) -> np.ndarray:
+        """Exploration noise for ``batch_size`` rows of actions, shape ``(batch_size, action_dim)``.
+
+        One draw per row: when ``batch_size`` is the number of envs a ``VectorizedActionNoise`` gives its
+        per-env copies; otherwise row ``i`` comes from copy ``i % n_envs`` (a single-env noise: from the noise).
+
+        Raises:
+            ValueError: the noise returns a sample of another size than the action space's.
+        """
+        noise = self.action_noise
+        if isinstance(noise, VectorizedActionNoise) and batch_size == noise.n_envs:
+            sample = np.asarray(noise())
+        else:
+            copies = noise.noises if isinstance(noise, VectorizedActionNoise) else [noise]
+            sample = np.stack([np.reshape(copies[i % len(copies)](), -1) for i in range(batch_size)])
+        if sample.shape != (batch_size, self._action_dim):
+            raise ValueError(
+                f"action_noise returned samples of shape {sample.shape}, for {batch_size} row(s) of actions; the "
+                f"action space {self.action_space} needs ({batch_size}, {self._action_dim})"
+            )
+        return sample
 
     # ------------------------------------------------------------------ learning loop
     def set_logger(self, logger: Logger) -> None:
@@ -700,6 +832,7 @@ class OffPolicyAlgorithm:
         seed = None if self._env_seeded else self.seed
         self._env_seeded = True
         obs, _ = self.env.reset(seed=seed)
+        self._check_reset_obs(obs, np.ones(self.n_envs, dtype=bool))
         self._last_obs = obs
         self._needs_reset = np.zeros(self.n_envs, dtype=bool)
         self._pending_reset_step = False
@@ -730,9 +863,14 @@ class OffPolicyAlgorithm:
             env_actions = self.policy.unscale_action(actions.reshape(self.n_envs, *self.action_space.shape))
             new_obs, rewards, terminated, truncated, infos = self._step_envs(env_actions)
             dones = terminated | truncated
+            # Checked before anything is stored or counted (see _raise_non_finite).
+            ok_rows = _fits_float32(new_obs) & _fits_float32(rewards)
+            if self._autoreset_mode == AutoresetMode.SAME_STEP and dones.any():
+                for i in np.flatnonzero(dones):
+                    ok_rows[i] &= bool(_fits_float32([infos["final_obs"][i]])[0])
+            if not ok_rows.all():
+                self._raise_non_finite(new_obs, rewards, infos, dones)
             self.num_timesteps += self.n_envs
-            if not (np.isfinite(rewards).all() and np.isfinite(new_obs).all()):
-                self._raise_non_finite(new_obs, rewards)
             rollout["calls"] += 1
             valid = self._store_transition(obs, new_obs, actions, rewards, terminated, truncated, dones, infos)
             rollout["collected"] += int(valid.sum())
@@ -761,19 +899,52 @@ class OffPolicyAlgorithm:
         done = np.zeros(self.n_envs, dtype=bool)
         return obs, np.zeros(self.n_envs), done, done.copy(), infos
 
-    def _raise_non_finite(self, new_obs: np.ndarray, rewards: np.ndarray) -> None:
-        """Name the env, the step and the values: NaNs would otherwise spread silently into the networks."""
-        bad_obs = ~np.isfinite(new_obs.reshape(self.n_envs, -1)).all(axis=1)
-        bad_reward = ~np.isfinite(rewards)
-        i = int(np.flatnonzero(bad_obs | bad_reward)[0])
-        what = "observation" if bad_obs[i] else f"reward ({rewards[i]})"
-        base = self.env.unwrapped
-        spec = getattr(base.envs[i], "spec", None) if isinstance(base, SyncVectorEnv) else None
-        name = spec.id if spec is not None else type(self.env).__name__
+    def _raise_non_finite(
+        self,
+        obs: np.ndarray,
+        rewards: np.ndarray | None,
+        infos: dict[str, Any] | None = None,
+        dones: np.ndarray | None = None,
+        where: str = "step()",
+        rows: np.ndarray | None = None,
+    ) -> None:
+        """Raise :class:`NonFiniteError` naming the env, the step and the value: NaNs would otherwise spread silently
+        into the buffer and the networks.
+
+        Called before anything of the step (or reset) is stored, counted or fed to the actor. The model is left
+        as if the step had not happened, except that the envs are marked for a full reset: the next ``learn``
+        (``reset_num_timesteps=False`` included) starts fresh episodes, so no stored transition skips the bad
+        step or joins two episodes.
+        """
+        self._last_obs = None
+        self._rollout = None
+        n = self.n_envs
+        rows = np.ones(n, dtype=bool) if rows is None else rows
+        bad_obs = ~_fits_float32(np.reshape(obs, (n, -1))) & rows
+        bad_reward = np.zeros(n, dtype=bool) if rewards is None else ~_fits_float32(rewards) & rows
+        bad_final = np.zeros(n, dtype=bool)
+        if infos is not None and dones is not None and self._autoreset_mode == AutoresetMode.SAME_STEP:
+            for j in np.flatnonzero(dones & rows):
+                bad_final[j] = not _fits_float32([infos["final_obs"][j]])[0]
+        i = int(np.flatnonzero(bad_obs | bad_reward | bad_final)[0])
+        if bad_obs[i]:
+            what = f"observation {np.array2string(np.asarray(obs[i]), threshold=8)} from {where}"
+        elif bad_reward[i]:
+            what = f"reward ({rewards[i]}) from {where}"
+        else:
+            final = np.array2string(np.asarray(infos["final_obs"][i]), threshold=8)
+            what = f"final observation {final} (infos['final_obs']) from {where}"
+        when = "before" if where == "reset()" else "at"
         raise NonFiniteError(
-            f"env {i} ({name}) returned a non-finite {what} at step {self.num_timesteps} "
-            f"(num_timesteps, counted over {self.n_envs} env(s)); nothing from this step was stored or trained on"
+            f"env {i} ({env_name(self.env, i)}) returned a non-finite {what} (NaN, inf, or beyond float32's "
+            f"range +-{FLOAT32_MAX:.3g}) {when} step {self.num_timesteps + n} (num_timesteps, counted over {n} "
+            "env(s)); nothing from this step was stored or trained on, and the next learn() starts fresh episodes"
         )
+
+    def _check_reset_obs(self, obs: np.ndarray, mask: np.ndarray) -> None:
+        """Raise :class:`NonFiniteError` if an observation ``reset()`` returned for a ``mask``-ed env is not finite."""
+        if not _fits_float32(np.reshape(obs, (self.n_envs, -1)))[mask].all():
+            self._raise_non_finite(obs, None, where="reset()", rows=mask)
 
     def _reset_ended_envs(self) -> None:
         """Reset the envs whose episode ended at the previous step (autoreset disabled)."""
@@ -790,6 +961,7 @@ class OffPolicyAlgorithm:
             stats.episode_lengths[mask] = 0
             stats.episode_start_times[mask] = time.perf_counter()
             stats.prev_dones[mask] = False
+        self._check_reset_obs(reset_obs, mask)
         self._last_obs = np.where(mask.reshape(-1, *([1] * (reset_obs.ndim - 1))), reset_obs, self._last_obs)
         self._needs_reset = np.zeros(self.n_envs, dtype=bool)
 
@@ -799,7 +971,7 @@ class OffPolicyAlgorithm:
             return self._warmup_rng.uniform(-1.0, 1.0, size=(self.n_envs, self._action_dim)).astype(np.float32)
         actions = self.policy.actor_numpy(obs)
         if self.action_noise is not None:
-            actions = np.clip(actions + self.action_noise(), -1.0, 1.0, dtype=np.float32)
+            actions = np.clip(actions + self._draw_noise(self.n_envs), -1.0, 1.0, dtype=np.float32)
         return actions
 
     def _store_transition(
@@ -991,9 +1163,9 @@ class OffPolicyAlgorithm:
         batch = obs.reshape(-1, *obs_shape)
         actions = self.policy.actor_numpy(batch)
         if not deterministic and self.action_noise is not None:
-            actions = np.clip(actions + self.action_noise(), -1.0, 1.0, dtype=np.float32)
+            actions = np.clip(actions + self._draw_noise(len(batch)), -1.0, 1.0, dtype=np.float32)
         env_actions = self.policy.unscale_action(actions.reshape(len(batch), *self.action_space.shape))
-        return (env_actions[0] if single else env_actions), None
+        return (env_actions[0, ...] if single else env_actions), None  # [0, ...]: an array even for shape ()
 
     # ------------------------------------------------------------------ parameters
     def _parameter_objects(self) -> dict[str, torch.nn.Module | torch.optim.Optimizer]:
@@ -1578,6 +1750,7 @@ class OffPolicyAlgorithm:
             # episode boundary by the reset the saved run would do next, keeping exact resume; mid-episode the
             # episode in flight restarts).
             self._restore_training_state(metadata["training_state"], tensors.get("training_state", {}))
+        self._fit_to_env(strict=False)  # the noise of a model saved with another n_envs than env's
 
     @staticmethod
     def _constructor_kwargs_from_metadata(

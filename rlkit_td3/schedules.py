@@ -18,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+import numpy as np
+
 Schedule = Callable[[float], float]
 """A function of the remaining progress (1 → 0) returning a value."""
 
@@ -42,11 +44,24 @@ class StatefulSchedule(Protocol):
         """Restore what :meth:`get_state` returned."""
 
 
+def _real(name: str, value: Any) -> float:
+    """``value`` as a finite Python float; NumPy scalars are accepted like Python numbers."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a number, got {value!r}")
+    if not np.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    return float(value)
+
+
 @dataclass(frozen=True)
 class ConstantSchedule:
     """Always returns ``value``."""
 
     value: float
+
+    def __post_init__(self) -> None:
+        # a plain float, so that ``to_dict`` is JSON whatever number type was passed (np.float32 included)
+        object.__setattr__(self, "value", _real("value", self.value))
 
     def __call__(self, progress_remaining: float) -> float:
         return self.value
@@ -69,6 +84,8 @@ class LinearSchedule:
     end_fraction: float = 1.0
 
     def __post_init__(self) -> None:
+        for name in ("start", "end", "end_fraction"):
+            object.__setattr__(self, name, _real(name, getattr(self, name)))
         if not 0.0 < self.end_fraction <= 1.0:
             raise ValueError(f"end_fraction must be in (0, 1], got {self.end_fraction!r}")
 
@@ -87,12 +104,12 @@ def as_schedule(value: ScheduleLike, name: str = "learning_rate") -> Schedule:
     """Turn a float into a :class:`ConstantSchedule`; return callables unchanged.
 
     Raises:
-        TypeError: ``value`` is neither a number nor callable.
+        TypeError: ``value`` is neither a number (Python or NumPy) nor callable.
         ValueError: ``value`` is a number that is not positive and finite.
     """
     if callable(value):
         return value
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise TypeError(f"{name} must be a float or a schedule callable, got {value!r}")
     if not (value > 0.0 and value < float("inf")):
         raise ValueError(f"{name} must be a positive finite number, got {value!r}")

@@ -137,3 +137,141 @@ def test_observation_of_wrong_shape_or_kind_raises_clearly():
             model.learn(5)
     # float64 observations for a float32 space are fine (the buffer stores float32)
     TD3("MlpPolicy", BadObs(np.zeros(3)), learning_starts=10, policy_kwargs={"net_arch": [4]}).learn(5)
+
+
+# ---------------------------------------------------------------- NumPy scalars wherever a Python number goes
+
+
+def test_numpy_scalars_accepted_everywhere_and_saved_as_plain_json(tmp_path):
+    import json
+    import zipfile
+
+    from rlkit_td3.noise import NormalActionNoise, VectorizedActionNoise
+    from rlkit_td3.schedules import ConstantSchedule, LinearSchedule
+
+    f32, i64 = np.float32, np.int64
+    model = TD3(
+        "MlpPolicy",
+        "Pendulum-v1",
+        learning_rate=LinearSchedule(f32(1e-3), f32(1e-4), f32(0.5)),
+        actor_learning_rate=f32(2e-3),
+        critic_learning_rate=ConstantSchedule(np.float64(3e-3)),
+        buffer_size=i64(500),
+        learning_starts=np.int32(10),
+        batch_size=np.uint8(8),
+        tau=f32(0.01),
+        gamma=f32(0.9),
+        train_freq=(i64(2), "step"),
+        gradient_steps=i64(1),
+        action_noise=NormalActionNoise(np.zeros(1, f32), np.full(1, 0.2, f32), decay=f32(0.999), min_sigma=f32(0.01)),
+        replay_buffer_kwargs={},
+        policy_delay=i64(2),
+        target_policy_noise=f32(0.2),
+        target_noise_clip=f32(0.5),
+        policy_kwargs={
+            "net_arch": {"pi": [i64(8)], "qf": [np.int16(6), np.uint32(4)]},
+            "n_critics": i64(3),
+            "optimizer_kwargs": {"eps": f32(1e-7), "betas": (f32(0.8), np.float64(0.99)), "weight_decay": f32(0)},
+        },
+        verbose=np.int8(0),
+        seed=np.uint32(3),
+    )
+    model.learn(total_timesteps=i64(20), log_interval=i64(1))
+    assert model.num_timesteps == 20 and model.policy.critic.n_critics == 3
+    path = tmp_path / "np.zip"
+    model.save(path)
+    with zipfile.ZipFile(path) as zf:
+        name = next(n for n in zf.namelist() if n.endswith(".json"))
+        meta = json.loads(zf.read(name))
+    assert meta["policy"]["kwargs"]["net_arch"] == {"pi": [8], "qf": [6, 4]}
+    assert meta["policy"]["kwargs"]["n_critics"] == 3
+    assert meta["schedules"]["learning_rate"] == {
+        "type": "linear",
+        "start": float(f32(1e-3)),
+        "end": float(f32(1e-4)),
+        "end_fraction": 0.5,
+    }
+    loaded = TD3.load(path, env="Pendulum-v1")
+    assert loaded.learning_rate == model.learning_rate and loaded.critic_learning_rate(0.3) == 3e-3
+    assert loaded.actor_learning_rate(1.0) == float(f32(2e-3))
+    kwargs = loaded.policy.optimizer_kwargs
+    assert (kwargs["eps"], list(kwargs["betas"])) == (float(f32(1e-7)), [float(f32(0.8)), 0.99])
+    assert (loaded.tau, loaded.gamma, loaded.batch_size, loaded.seed) == (float(f32(0.01)), float(f32(0.9)), 8, 3)
+    assert loaded.action_noise.to_dict() == model.action_noise.to_dict()
+    loaded.learn(i64(4), reset_num_timesteps=False)
+    vec_noise = VectorizedActionNoise(NormalActionNoise([0.0], [0.1]), n_envs=i64(2), seed=i64(1))
+    assert vec_noise.n_envs == 2 and vec_noise().shape == (2, 1)
+
+
+def test_numpy_scalars_in_the_replay_buffer_and_its_switch(tmp_path):
+    from rlkit_td3.buffers import ReplayBuffer
+
+    obs, act = spaces.Box(-1, 1, (2,), np.float32), spaces.Box(-1, 1, (1,), np.float32)
+    buffer = ReplayBuffer(
+        np.int64(10), obs, act, n_envs=np.int64(2), seed=np.int64(0), optimize_memory_usage=np.bool_(1)
+    )
+    assert (buffer.n_envs, buffer.optimize_memory_usage) == (2, True) and type(buffer.n_envs) is int
+    model = TD3(
+        "MlpPolicy",
+        "Pendulum-v1",
+        buffer_size=500,
+        optimize_memory_usage=np.bool_(True),
+        policy_kwargs={"net_arch": [4]},
+    )
+    model.save(tmp_path / "m.zip")
+    assert TD3.load(tmp_path / "m.zip").optimize_memory_usage is True
+
+
+def test_numpy_scalars_in_evaluate_policy():
+    from rlkit_td3.evaluation import evaluate_policy
+
+    model = TD3("MlpPolicy", "Pendulum-v1", policy_kwargs={"net_arch": [4]}, seed=0)
+    returns, lengths = evaluate_policy(
+        model, "Pendulum-v1", n_eval_episodes=np.int64(2), seed=np.int64(4), return_episode_rewards=True
+    )
+    again, _ = evaluate_policy(model, "Pendulum-v1", n_eval_episodes=2, seed=4, return_episode_rewards=True)
+    assert lengths == [200, 200] and returns == again
+
+
+def test_schedules_take_numpy_scalars_and_refuse_non_numbers():
+    import json
+
+    from rlkit_td3.schedules import ConstantSchedule, LinearSchedule, as_schedule
+
+    schedule = LinearSchedule(np.float32(1e-3))
+    assert json.dumps(schedule.to_dict()) and type(schedule.start) is float
+    assert as_schedule(np.float32(0.5)) == ConstantSchedule(0.5)
+    assert json.dumps(ConstantSchedule(np.float64(2.0)).to_dict()) == '{"type": "constant", "value": 2.0}'
+    with pytest.raises(TypeError, match="start"):
+        LinearSchedule("1e-3")
+    with pytest.raises(ValueError, match="end"):
+        LinearSchedule(1e-3, float("nan"))
+
+
+def test_lr_in_optimizer_kwargs_is_refused_clearly():
+    with pytest.raises(ValueError, match="optimizer_kwargs.*'lr'.*learning_rate"):
+        TD3("MlpPolicy", "Pendulum-v1", policy_kwargs={"optimizer_kwargs": {"lr": np.float32(1e-3)}})
+
+
+# ---------------------------------------------------------------- messages name the user's env
+
+
+def test_space_mismatch_messages_name_the_users_env():
+    from gymnasium.vector import SyncVectorEnv
+
+    from tests.conftest import make_counter
+
+    model = TD3("MlpPolicy", make_counter(5), policy_kwargs={"net_arch": [4]})
+    other = make_counter(5, act_low=(-2.0,), act_high=(2.0,))
+    with pytest.raises(ValueError, match=r"^CounterEnv: the env's action_space"):
+        model.set_env(other)
+    with pytest.raises(ValueError, match=r"^Pendulum-v1: the env's observation_space"):
+        model.set_env("Pendulum-v1")
+    with pytest.raises(ValueError, match=r"^CounterEnv: the env's action_space"):
+        model.set_env(SyncVectorEnv([lambda: other]))
+    with pytest.raises(TypeError, match=r"^DiscreteActionEnv: action_space must be a continuous"):
+        TD3("MlpPolicy", DiscreteActionEnv(spaces.Discrete(2)))
+    env = CounterEnv()
+    env.observation_space = spaces.Discrete(3)
+    with pytest.raises(TypeError, match=r"^CounterEnv: observation_space must be a gymnasium.spaces.Box"):
+        TD3("MlpPolicy", env)

@@ -81,8 +81,9 @@ class ReplayBuffer:
     ) -> None:
         if isinstance(buffer_size, bool) or not isinstance(buffer_size, (int, np.integer)) or buffer_size < 1:
             raise ValueError(f"buffer_size must be a positive int, got {buffer_size!r}")
-        if isinstance(n_envs, bool) or not isinstance(n_envs, int) or n_envs < 1:
+        if isinstance(n_envs, (bool, np.bool_)) or not isinstance(n_envs, (int, np.integer)) or n_envs < 1:
             raise ValueError(f"n_envs must be a positive int, got {n_envs!r}")
+        n_envs = int(n_envs)
         self.buffer_size = int(buffer_size)
         self.observation_space = observation_space
         self.action_space = action_space
@@ -90,9 +91,9 @@ class ReplayBuffer:
         self.action_dim = int(np.prod(_flat_box_dim(action_space, "action_space")))
         self.device = torch.device(device)
         self.n_envs = n_envs
-        if not isinstance(optimize_memory_usage, bool):
+        if not isinstance(optimize_memory_usage, (bool, np.bool_)):
             raise TypeError(f"optimize_memory_usage must be a bool, got {optimize_memory_usage!r}")
-        self.optimize_memory_usage = optimize_memory_usage
+        self.optimize_memory_usage = bool(optimize_memory_usage)
         self.pos = 0
         self.full = False
         self._rng = np.random.default_rng(seed)

@@ -44,6 +44,23 @@ DEFAULT_NET_ARCH = [400, 300]
 """Hidden sizes of actor and critics: the TD3 paper's 400-300 (Fujimoto et al. 2018, also SB3's default)."""
 
 
+def python_scalars(value: Any) -> Any:
+    """``value`` with every NumPy scalar replaced by the equal Python number, inside lists, tuples and dicts too.
+
+    Settings may be given as NumPy scalars (``np.float32(1e-3)``, ``np.int64(64)``) wherever a Python number is
+    accepted; this keeps what a model stores JSON-serialisable.
+    """
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, list):
+        return [python_scalars(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(python_scalars(v) for v in value)
+    if isinstance(value, dict):
+        return {k: python_scalars(v) for k, v in value.items()}
+    return value
+
+
 def parse_net_arch(net_arch: Any) -> tuple[list[int], list[int]]:
     """Split ``net_arch`` into (actor sizes, critic sizes).
 
@@ -86,7 +103,7 @@ class Actor(nn.Module):
         self.mu = nn.Sequential(*_mlp(obs_dim, net_arch, action_dim, activation_fn), nn.Tanh())
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.mu(obs.flatten(1))
+        return self.mu(obs.reshape(obs.shape[0], -1))  # scalar observations (shape ()) give one column
 
 
 class CriticEnsemble(nn.Module):
@@ -106,8 +123,9 @@ class CriticEnsemble(nn.Module):
         n_critics: int = 2,
     ):
         super().__init__()
-        if isinstance(n_critics, bool) or not isinstance(n_critics, int) or n_critics < 1:
+        if isinstance(n_critics, (bool, np.bool_)) or not isinstance(n_critics, (int, np.integer)) or n_critics < 1:
             raise ValueError(f"n_critics must be a positive int, got {n_critics!r}")
+        n_critics = int(n_critics)
         self.n_critics = n_critics
         sizes = [obs_dim + action_dim, *net_arch, 1]
         self.weights = nn.ParameterList()
@@ -128,7 +146,7 @@ class CriticEnsemble(nn.Module):
 
     def forward(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
         """Q-values of every critic, shape ``(n_critics, batch)``."""
-        x = torch.cat([obs.flatten(1), action], dim=1).expand(self.n_critics, -1, -1)
+        x = torch.cat([obs.reshape(obs.shape[0], -1), action], dim=1).expand(self.n_critics, -1, -1)
         last = len(self.weights) - 1
         for i, (weight, bias) in enumerate(zip(self.weights, self.biases)):
             x = torch.baddbmm(bias, x, weight)
@@ -142,7 +160,7 @@ class CriticEnsemble(nn.Module):
         Used by the actor step: gradients flow to the action (and so to the actor) but no gradient is
         computed for any critic parameter.
         """
-        x = torch.cat([obs.flatten(1), action], dim=1)
+        x = torch.cat([obs.reshape(obs.shape[0], -1), action], dim=1)
         last = len(self.weights) - 1
         for i, (weight, bias) in enumerate(zip(self.weights, self.biases)):
             x = torch.addmm(bias[0].detach(), x, weight[0].detach())
@@ -192,18 +210,28 @@ class TD3Policy(nn.Module):
             raise TypeError(f"optimizer_class must be a torch.optim.Optimizer class, got {optimizer_class!r}")
         self.observation_space = observation_space
         self.action_space = action_space
-        self.net_arch = copy.deepcopy(net_arch) if net_arch is not None else list(DEFAULT_NET_ARCH)
-        pi_arch, qf_arch = parse_net_arch(self.net_arch)
+        pi_arch, qf_arch = parse_net_arch(net_arch if net_arch is not None else DEFAULT_NET_ARCH)
+        # stored with Python ints (NumPy ints may be passed), in the form given: a list or a dict
+        self.net_arch: list[int] | dict[str, list[int]] = (
+            {"pi": pi_arch, "qf": qf_arch} if isinstance(net_arch, dict) else pi_arch
+        )
         self.activation_fn = activation_fn
-        self.n_critics = n_critics
         self.optimizer_class = optimizer_class
-        self.optimizer_kwargs = dict(optimizer_kwargs or {})
+        if optimizer_kwargs is not None and not isinstance(optimizer_kwargs, dict):
+            raise TypeError(f"optimizer_kwargs must be a dict, got {optimizer_kwargs!r}")
+        self.optimizer_kwargs = python_scalars(dict(optimizer_kwargs or {}))
+        if "lr" in self.optimizer_kwargs:
+            raise ValueError(
+                f"optimizer_kwargs must not contain 'lr' (got lr={self.optimizer_kwargs['lr']!r}): the learning rate "
+                "is set by learning_rate, actor_learning_rate and critic_learning_rate"
+            )
 
         obs_dim = int(np.prod(observation_space.shape))
         action_dim = int(np.prod(action_space.shape))
         self.actor = Actor(obs_dim, action_dim, pi_arch, activation_fn)
         self.actor_target = copy.deepcopy(self.actor)
         self.critic = CriticEnsemble(obs_dim, action_dim, qf_arch, activation_fn, n_critics)
+        self.n_critics = self.critic.n_critics
         self.critic_target = copy.deepcopy(self.critic)
         for target in (self.actor_target, self.critic_target):
             target.requires_grad_(False)
@@ -212,6 +240,14 @@ class TD3Policy(nn.Module):
         high = torch.as_tensor(action_space.high, dtype=torch.float32).flatten()
         self.register_buffer("action_low", low, persistent=False)
         self.register_buffer("action_high", high, persistent=False)
+        with np.errstate(over="ignore"):
+            span = action_space.high - action_space.low
+        # Bounds so wide that ``high - low`` overflows the space's dtype (e.g. +-3e38 in float32) are scaled
+        # through the midpoint and half-width in float64, which cannot overflow; other bounds keep the plain
+        # formula (bit for bit what it always gave).
+        self._wide_bounds = not bool(np.all(np.isfinite(span)))
+        low64, high64 = action_space.low.astype(np.float64), action_space.high.astype(np.float64)
+        self._mid64, self._half64 = 0.5 * low64 + 0.5 * high64, 0.5 * high64 - 0.5 * low64
 
         self.actor_optimizer = self._make_optimizer(self.actor.parameters(), actor_learning_rate)
         self.critic_optimizer = self._make_optimizer(self.critic.parameters(), critic_learning_rate)
@@ -226,11 +262,16 @@ class TD3Policy(nn.Module):
     def scale_action(self, action: np.ndarray) -> np.ndarray:
         """Env units → normalised [-1, 1] units, per dimension."""
         low, high = self.action_space.low, self.action_space.high
+        if self._wide_bounds:
+            return ((np.asarray(action, dtype=np.float64) - self._mid64) / self._half64).astype(np.float32)
         return (2.0 * (action - low) / (high - low) - 1.0).astype(np.float32)
 
     def unscale_action(self, scaled: np.ndarray) -> np.ndarray:
         """Normalised [-1, 1] units → env units, per dimension (asymmetric bounds included)."""
         low, high = self.action_space.low, self.action_space.high
+        if self._wide_bounds:
+            env_action = (self._mid64 + np.asarray(scaled, dtype=np.float64) * self._half64).astype(low.dtype)
+            return np.clip(env_action, low, high)  # the float64 → dtype rounding may step just outside
         return (low + 0.5 * (scaled + 1.0) * (high - low)).astype(self.action_space.dtype)
 
     # ------------------------------------------------------------------ acting
