@@ -26,9 +26,11 @@ test: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/python -m pytest -q
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+	$(BIN)/python tests/site_check.py site
 
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+	$(BIN)/python tests/site_check.py site
 
 bench: $(STAMP)
 	$(BIN)/pip install --quiet -e ".[benchmark]"

@@ -1,10 +1,10 @@
 """Checks that the parts of a model file agree with each other and with the model, before anything uses them.
 
-:meth:`~rlkit_td3.off_policy.OffPolicyAlgorithm.load` reads a file's entries (see :mod:`rlkit_td3.serialization`)
+`load()` reads a file's entries (see `rlkit_td3.serialization`)
 and calls these functions on them: every tensor an optimizer will hand to a kernel must have the shape and
 dtype of the parameter it belongs to, every count must be in range and consistent with the arrays that back
 it, every random generator state must be well formed, and every entry must stay within a size that the
-metadata justifies. Each raises :class:`~rlkit_td3.serialization.ModelFileError` naming the entry.
+metadata justifies. Each raises `ModelFileError` naming the entry.
 
 The limits are listed on the Security page of the docs.
 """
@@ -291,9 +291,9 @@ def entry_byte_limits(metadata: dict[str, Any]) -> dict[str, int]:
     The tensors of ``policy.pth`` and the two optimizers cannot need more than 8 bytes per declared parameter
     (float64; three moments for the optimizers), ``training_state.pth`` holds a generator and one
     observation per env, and the replay buffer one row per transition of its declared capacity; each gets
-    :data:`ENTRY_OVERHEAD_BYTES` and :data:`TENSOR_OVERHEAD_BYTES` per tensor of slack. A policy class other
+    `ENTRY_OVERHEAD_BYTES` and `TENSOR_OVERHEAD_BYTES` per tensor of slack. A policy class other
     than ``MlpPolicy`` (a registered one) falls back to
-    :data:`~rlkit_td3.serialization.MAX_ENTRY_BYTES` for its networks.
+    `MAX_ENTRY_BYTES` for its networks.
     """
     if metadata.get("content") == "policy":  # written by TD3Policy.save: a policy on its own, not a model
         raise ModelFileError(
@@ -348,7 +348,7 @@ def check_numpy_rng_state(entry: str, spec: Any) -> None:
 
 
 def check_rng_json(entry: str, spec: Any) -> None:
-    """Output of :func:`~rlkit_td3.serialization.rng_state_to_json` (``Generator`` or ``RandomState``)."""
+    """Output of `rng_state_to_json()` (``Generator`` or ``RandomState``)."""
     if not isinstance(spec, dict) or spec.get("kind") not in ("Generator", "RandomState"):
         raise ModelFileError(f"{entry} is not a generator state: {str(spec)[:200]}")
     state = spec.get("state")

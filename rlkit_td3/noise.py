@@ -1,9 +1,9 @@
 """Exploration noise, added to the actor's output in normalised action units ([-1, 1] per dimension).
 
-Each noise owns a seedable :class:`numpy.random.Generator` and has :meth:`ActionNoise.reset`, called
+Each noise owns a seedable `numpy.random.Generator` and has `ActionNoise.reset()`, called
 at the end of every episode. ``sigma`` may decay exponentially with the number of draws,
 ``sigma_t = max(sigma_0 * decay**t, min_sigma)`` (the decaying exploration of the seeds' runs).
-For vector envs the algorithm wraps a single-env noise in :class:`VectorizedActionNoise`, which keeps
+For vector envs the algorithm wraps a single-env noise in `VectorizedActionNoise`, which keeps
 one independent copy per env.
 """
 
@@ -51,12 +51,12 @@ class ActionNoise(ABC):
         """The noise's changing state as JSON (its generator; subclasses add what they carry between draws).
 
         A checkpoint stores it so that a resumed run draws the same noise. Subclasses with more state
-        extend both this and :meth:`set_state`.
+        extend both this and `set_state()`.
         """
         return {"rng": self._rng.bit_generator.state}
 
     def set_state(self, state: dict[str, Any]) -> None:
-        """Restore what :meth:`get_state` returned."""
+        """Restore what `get_state()` returned."""
         self._rng.bit_generator.state = state["rng"]
 
 
@@ -271,7 +271,7 @@ class VectorizedActionNoise(ActionNoise):
 
 
 def noise_from_dict(spec: dict[str, Any]) -> ActionNoise:
-    """Rebuild a built-in noise from its :meth:`ActionNoise.to_dict` description.
+    """Rebuild a built-in noise from its `ActionNoise.to_dict()` description.
 
     Raises:
         ValueError: unknown type or malformed description.

@@ -1,8 +1,8 @@
 """``OffPolicyAlgorithm``: the collect → store → update loop and the deterministic actor-critic update.
 
-TD3 and DDPG are this class with three settings fixed (see :mod:`rlkit_td3.td3` and
-:mod:`rlkit_td3.ddpg`): the number of critics, target policy smoothing, and the policy delay.
-The update (:meth:`OffPolicyAlgorithm._train_step`) follows the TD3 paper (Fujimoto et al. 2018,
+TD3 and DDPG are this class with three settings fixed (see `rlkit_td3.td3` and
+`rlkit_td3.ddpg`): the number of critics, target policy smoothing, and the policy delay.
+The update (`OffPolicyAlgorithm._train_step()`) follows the TD3 paper (Fujimoto et al. 2018,
 Algorithm 1) step by step.
 """
 
@@ -293,7 +293,7 @@ class _ObservationCheck(gym.Wrapper):
 
 EPISODE_STATS_KEY = "rlkit_episode"
 """The ``infos`` key of the episode-statistics wrapper the algorithm adds (a private key, so that it never
-clashes with ``info["episode"]`` written by :class:`~rlkit_td3.monitor.Monitor` inside sub-envs)."""
+clashes with ``info["episode"]`` written by `Monitor` inside sub-envs)."""
 
 
 def episode_statistics(env: VectorEnv | None) -> RecordEpisodeStatistics | None:
@@ -326,7 +326,7 @@ def make_vec_env(env: gym.Env | VectorEnv | str) -> VectorEnv:
 
     An env id is made with ``gymnasium.make``, with ``render_mode="rgb_array"`` where the env supports it (so
     ``model.get_env().render()`` returns one frame per env); a single env is wrapped in
-    :class:`~rlkit_td3.monitor.Monitor` (unless it already has one, as Stable-Baselines3 does), in an
+    `Monitor` (unless it already has one, as Stable-Baselines3 does), in an
     observation check, and in a one-env ``SyncVectorEnv`` with autoreset disabled: the algorithm resets
     ended episodes itself, just before the next step, which is what makes a checkpoint at an episode
     boundary resume exactly. A vector env is used as it is. Unless the result already has one, it is then
@@ -384,12 +384,12 @@ class OffPolicyAlgorithm:
     """Abstract base of TD3 and DDPG: warm-up, exploration, replay, the update loop, callbacks,
     logging, seeding, devices and save/load.
 
-    Do not instantiate it directly: use :class:`~rlkit_td3.TD3` or :class:`~rlkit_td3.DDPG`, or subclass
+    Do not instantiate it directly: use `TD3` or `DDPG`, or subclass
     it and pass the three switches (``policy_delay``, ``target_policy_noise``/``target_noise_clip``
     and ``n_critics`` in ``policy_kwargs``).
 
     Args:
-        policy: ``"MlpPolicy"`` or a :class:`~rlkit_td3.policies.TD3Policy` subclass.
+        policy: ``"MlpPolicy"`` or a `TD3Policy` subclass.
         env: a gymnasium Env, an env id, or a gymnasium ``VectorEnv`` with any number of envs.
         learning_rate: learning rate of both optimizers, a float or a schedule of the remaining
             progress (1 → 0).
@@ -403,10 +403,10 @@ class OffPolicyAlgorithm:
         gradient_steps: gradient steps after each rollout; -1 means as many as transitions collected.
         action_noise: exploration noise in normalised units. ``"default"`` (the default) is Gaussian with
             σ = 0.1; ``None`` turns exploration noise off.
-        replay_buffer_class: a :class:`~rlkit_td3.buffers.ReplayBuffer` subclass (default ``ReplayBuffer``).
+        replay_buffer_class: a `ReplayBuffer` subclass (default ``ReplayBuffer``).
         replay_buffer_kwargs: extra keyword arguments for the buffer.
         optimize_memory_usage: store each observation once in the replay buffer (about half the memory);
-            terminations and truncations stay exact (see :class:`~rlkit_td3.buffers.ReplayBuffer`).
+            terminations and truncations stay exact (see `ReplayBuffer`).
         policy_delay: update the actor and the targets every ``policy_delay`` critic updates.
         target_policy_noise: σ of the Gaussian noise added to target actions (0 turns smoothing off).
         target_noise_clip: the smoothing noise is clipped to ±``target_noise_clip``.
@@ -421,7 +421,7 @@ class OffPolicyAlgorithm:
         device: ``"auto"``, ``"cpu"``, ``"cuda"``, ...
     Attributes:
         torch_num_threads: the torch intra-op thread count ``learn`` trains at; ``None`` (the default) leaves the
-            caller's setting. :meth:`load` sets it to the count the saved run trained at, which exact resume needs.
+            caller's setting. `load()` sets it to the count the saved run trained at, which exact resume needs.
     """
 
     policy_aliases: ClassVar[dict[str, type[TD3Policy]]] = POLICY_ALIASES
@@ -621,7 +621,7 @@ class OffPolicyAlgorithm:
     def ep_info_buffer(self) -> list[dict[str, float]]:
         """The last (up to 100) finished training episodes, oldest first: ``{"r": return, "l": length}``.
 
-        Read from the env's episode-statistics wrapper (see :func:`make_vec_env`), the one source of
+        Read from the env's episode-statistics wrapper (see `make_vec_env()`), the one source of
         ``rollout/ep_rew_mean`` and ``rollout/ep_len_mean``.
         """
         stats = episode_statistics(self.env)
@@ -637,7 +637,7 @@ class OffPolicyAlgorithm:
         """Replace the training env; its spaces and number of envs must match the model's.
 
         The env may have fewer envs than the replay buffer was built for, not more. The exploration noise
-        follows the new number of envs: a :class:`~rlkit_td3.noise.VectorizedActionNoise` keeps the copies
+        follows the new number of envs: a `VectorizedActionNoise` keeps the copies
         of the envs that remain and gets fresh ones for added envs; a single-env noise is vectorized.
 
         Raises:
@@ -668,8 +668,8 @@ class OffPolicyAlgorithm:
         """Check the components sized for one action size or one number of envs against the current ones.
 
         Called when the model is built (``strict``: a mismatch is the caller's mistake and raises), and when
-        its env changes (:meth:`set_env`, ``load(env=...)``), where the exploration noise is resized to the
-        new ``n_envs`` (see :meth:`set_env`).
+        its env changes (`set_env()`, ``load(env=...)``), where the exploration noise is resized to the
+        new ``n_envs`` (see `set_env()`).
 
         Raises:
             ValueError: the noise's action dimension differs from the action space's, or (``strict``) a
@@ -725,7 +725,7 @@ class OffPolicyAlgorithm:
 
     # ------------------------------------------------------------------ learning loop
     def set_logger(self, logger: Logger) -> None:
-        """Use ``logger`` (e.g. from :func:`rlkit_td3.logger.configure`) for the following ``learn`` calls,
+        """Use ``logger`` (e.g. from `rlkit_td3.logger.configure()`) for the following ``learn`` calls,
         instead of the one each ``learn`` call builds from ``verbose`` and ``tensorboard_log``."""
         if not isinstance(logger, Logger):
             raise TypeError(f"logger must be a rlkit_td3.logger.Logger, got {logger!r}")
@@ -763,7 +763,7 @@ class OffPolicyAlgorithm:
             total_timesteps: env steps to collect in this call.
             callback: a callback, a list of them, or a function ``f(locals, globals) -> bool``.
             log_interval: write the logger (stdout table, TensorBoard, ...) every this many episodes; ``None``
-                never (as in SB3: log by timesteps with :class:`~rlkit_td3.callbacks.LogEveryNTimesteps`).
+                never (as in SB3: log by timesteps with `LogEveryNTimesteps`).
             tb_log_name: name of the TensorBoard run folder (default: the class name, e.g. ``TD3``).
             reset_num_timesteps: False continues the counters of a previous ``learn`` call or of a loaded
                 model. The schedules' progress runs from 1 to 0 over each call, except that a call ending where
@@ -908,7 +908,7 @@ class OffPolicyAlgorithm:
         where: str = "step()",
         rows: np.ndarray | None = None,
     ) -> None:
-        """Raise :class:`NonFiniteError` naming the env, the step and the value: NaNs would otherwise spread silently
+        """Raise `NonFiniteError` naming the env, the step and the value: NaNs would otherwise spread silently
         into the buffer and the networks.
 
         Called before anything of the step (or reset) is stored, counted or fed to the actor. The model is left
@@ -942,7 +942,7 @@ class OffPolicyAlgorithm:
         )
 
     def _check_reset_obs(self, obs: np.ndarray, mask: np.ndarray) -> None:
-        """Raise :class:`NonFiniteError` if an observation ``reset()`` returned for a ``mask``-ed env is not finite."""
+        """Raise `NonFiniteError` if an observation ``reset()`` returned for a ``mask``-ed env is not finite."""
         if not _fits_float32(np.reshape(obs, (self.n_envs, -1)))[mask].all():
             self._raise_non_finite(obs, None, where="reset()", rows=mask)
 
@@ -1324,7 +1324,7 @@ class OffPolicyAlgorithm:
         self.replay_buffer.save(path)
 
     def load_replay_buffer(self, path: str | os.PathLike[str]) -> None:
-        """Restore a replay buffer written by :meth:`save_replay_buffer`."""
+        """Restore a replay buffer written by `save_replay_buffer()`."""
         self.replay_buffer.load(path)
 
     def _schedule_entry(self, name: str, schedule: Schedule | None, pickled: dict[str, Any]) -> Any:
@@ -1492,7 +1492,7 @@ class OffPolicyAlgorithm:
         """Each sub-env's own generator (``env.unwrapped.np_random``), where the vector env lets us reach it.
 
         For a ``SyncVectorEnv`` these are the generators themselves; for an ``AsyncVectorEnv``, copies
-        received from the worker processes (see :meth:`_restart_envs` for how those are set).
+        received from the worker processes (see `_restart_envs()` for how those are set).
         """
         base = None if self.env is None else self.env.unwrapped
         if isinstance(base, SyncVectorEnv):
@@ -1508,7 +1508,7 @@ class OffPolicyAlgorithm:
         return [rng_state_to_json(rng) for rng in generators]
 
     def _restore_training_state(self, state: dict[str, Any], tensors: dict[str, Any]) -> None:
-        """Inverse of :meth:`_training_state` (plus the tensors), applied by :meth:`load`.
+        """Inverse of `_training_state()` (plus the tensors), applied by `load()`.
 
         Fields added after the first file format are optional: files without them load as before.
         """
@@ -1570,7 +1570,7 @@ class OffPolicyAlgorithm:
           step, which is exactly what the saved run would do next when the checkpoint fell on an episode
           boundary; mid-episode, the episode in flight restarts;
         - next-step (gymnasium's default), when every env's episode had just ended: the next step resets
-          the envs and stores nothing, as the saved run's next step did (see :meth:`_step_envs`);
+          the envs and stores nothing, as the saved run's next step did (see `_step_envs()`);
         - otherwise the envs are reset at the start of the next ``learn`` (the episodes in flight restart).
         """
         generators = self._env_generators()
@@ -1613,7 +1613,7 @@ class OffPolicyAlgorithm:
         allow_pickle: bool = False,
         **kwargs: Any,
     ) -> OffPolicyAlgorithm:
-        """Load a model saved by :meth:`save`; its predictions are identical to the saved model's.
+        """Load a model saved by `save()`; its predictions are identical to the saved model's.
 
         The signature is Stable-Baselines3's, plus ``allow_pickle``. Every part of the file is checked
         before it is used (see the Security page of the docs): a bad file raises ``ModelFileError``, a bad
@@ -1689,11 +1689,11 @@ class OffPolicyAlgorithm:
         force_reset: bool = True,
     ) -> None:
         """Build this (bare) model from a file's parts, checking each against the others (see
-        :mod:`rlkit_td3.file_checks`) before it is used; any inconsistency raises ``ModelFileError``.
+        `rlkit_td3.file_checks`) before it is used; any inconsistency raises ``ModelFileError``.
 
         The constructor's checks run twice: on the file's values alone (a failure is the file's), then with
         the caller's ``custom_objects`` and keyword overrides (a failure is the caller's:
-        ``CallerArgumentError``, which :meth:`load` turns back into the original exception).
+        ``CallerArgumentError``, which `load()` turns back into the original exception).
         """
         n_envs = check_n_envs(metadata, tensors, MAX_N_ENVS)
         given = set(custom)

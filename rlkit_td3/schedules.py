@@ -4,10 +4,10 @@ A schedule maps the *remaining progress* of a ``learn()`` call (1 at the start, 
 as in Stable-Baselines3) to a value; a call that finishes an unfinished one, such as a run resumed from a
 checkpoint, continues its progress (see ``OffPolicyAlgorithm.learn``). A plain float is a constant schedule.
 The two classes here can be described in JSON, so a saved model stores them declaratively; any other callable
-works while training but is only saved through the pickle fallback (see :mod:`rlkit_td3.serialization`).
+works while training but is only saved through the pickle fallback (see `rlkit_td3.serialization`).
 
 A schedule may keep state of its own (a count of calls, a plateau detector): give it ``get_state()``,
-returning JSON-serialisable data, and ``set_state(state)`` (see :class:`StatefulSchedule`). Every model file
+returning JSON-serialisable data, and ``set_state(state)`` (see `StatefulSchedule`). Every model file
 then stores that state, and ``load`` gives it back to the schedule, also to one passed through
 ``custom_objects``, so that a resumed run continues it exactly.
 """
@@ -41,7 +41,7 @@ class StatefulSchedule(Protocol):
         """The schedule's changing state, as JSON-serialisable data."""
 
     def set_state(self, state: Any) -> None:
-        """Restore what :meth:`get_state` returned."""
+        """Restore what `get_state()` returned."""
 
 
 def _real(name: str, value: Any) -> float:
@@ -101,7 +101,7 @@ class LinearSchedule:
 
 
 def as_schedule(value: ScheduleLike, name: str = "learning_rate") -> Schedule:
-    """Turn a float into a :class:`ConstantSchedule`; return callables unchanged.
+    """Turn a float into a `ConstantSchedule`; return callables unchanged.
 
     Raises:
         TypeError: ``value`` is neither a number (Python or NumPy) nor callable.
@@ -124,7 +124,7 @@ def schedule_to_dict(schedule: Schedule) -> dict[str, Any] | None:
 
 
 def schedule_from_dict(spec: dict[str, Any]) -> Schedule:
-    """Rebuild a schedule from :func:`schedule_to_dict` output.
+    """Rebuild a schedule from `schedule_to_dict()` output.
 
     Raises:
         ValueError: the description names an unknown schedule type or lacks fields.

@@ -61,7 +61,7 @@ def require_bool(name: str, value: Any) -> bool:
 def atomic_path(path: str | os.PathLike[str], suffix: str = ".tmp") -> Iterator[Path]:
     """A temporary path beside ``path`` to write to; on success it is fsynced and renamed onto ``path``.
 
-    For writers that need a file name (video encoders); :func:`atomic_write` gives a file object. A crash
+    For writers that need a file name (video encoders); `atomic_write()` gives a file object. A crash
     leaves either the previous file or the new one under ``path``, never half of one.
 
     Args:
@@ -123,7 +123,7 @@ def space_to_dict(space: spaces.Space) -> dict[str, Any]:
 
 
 def space_from_dict(spec: dict[str, Any]) -> spaces.Box:
-    """Rebuild a Box from :func:`space_to_dict` output."""
+    """Rebuild a Box from `space_to_dict()` output."""
     try:
         if spec["type"] != "Box":
             raise ModelFileError(f"unsupported space type {spec['type']!r}")
@@ -160,7 +160,7 @@ def rng_state_to_json(rng: np.random.Generator | np.random.RandomState) -> dict[
 
 
 def set_rng_state(rng: np.random.Generator | np.random.RandomState, spec: dict[str, Any]) -> None:
-    """Restore :func:`rng_state_to_json` output into ``rng`` in place (other holders of ``rng`` see it too).
+    """Restore `rng_state_to_json()` output into ``rng`` in place (other holders of ``rng`` see it too).
 
     Raises:
         ValueError: the state is of another kind of generator or malformed.
@@ -194,7 +194,7 @@ def class_to_name(cls: type, registry: dict[str, type] | None = None) -> str:
 
 
 def class_from_name(name: str, registry: dict[str, type] | None = None, what: str = "class") -> type:
-    """Inverse of :func:`class_to_name` for registered names and torch classes.
+    """Inverse of `class_to_name()` for registered names and torch classes.
 
     Raises:
         ModelFileError: the name is not a registered or torch class; user classes are not imported.
@@ -240,7 +240,7 @@ def write_model_zip(
 
 
 MAX_METADATA_BYTES = 8 * 2**20
-"""Largest ``metadata.json`` that :func:`read_model_zip` reads."""
+"""Largest ``metadata.json`` that `read_model_zip()` reads."""
 MAX_ENTRY_BYTES = 8 * 2**30
 """Largest uncompressed size of any one entry (a 1M-transition HalfCheetah buffer is about 250 MB)."""
 MAX_COMPRESSION_RATIO = 2000
@@ -293,13 +293,13 @@ def read_model_zip(
     allow_pickle: bool = False,
     entry_limits: Callable[[dict[str, Any]], dict[str, int]] | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, bytes]]:
-    """Read an archive written by :func:`write_model_zip`, trusting nothing in it.
+    """Read an archive written by `write_model_zip()`, trusting nothing in it.
 
     Entries are checked before anything is read: only the names a model file has, no path tricks, no
     duplicates, bounded declared sizes and compression ratios. Tensors are read with
     ``torch.load(weights_only=True)``, which refuses pickled code. The pickle entry is never read unless
     ``allow_pickle`` is true. With ``entry_limits`` (a function of the metadata, such as
-    :func:`rlkit_td3.file_checks.entry_byte_limits`), every other entry is refused if it declares, or holds,
+    `rlkit_td3.file_checks.entry_byte_limits()`), every other entry is refused if it declares, or holds,
     more bytes than the metadata justifies; entries are read with that cap, never past it.
 
     Args:

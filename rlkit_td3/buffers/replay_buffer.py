@@ -305,7 +305,7 @@ class ReplayBuffer:
             fh.write(data)
 
     def to_bytes(self) -> bytes:
-        """The ``.npz`` content :meth:`save` writes (the filled part, positions, sampler state)."""
+        """The ``.npz`` content `save()` writes (the filled part, positions, sampler state)."""
         meta: dict = {
             "buffer_size": self.buffer_size,
             "pos": self.pos,
@@ -344,7 +344,7 @@ class ReplayBuffer:
         return np.where(self._env_full, self._n_slots, self._env_pos + self._env_has_next)
 
     def load(self, path: str | os.PathLike[str] | IO[bytes]) -> None:
-        """Restore a buffer written by :meth:`save` into this buffer (same shapes, same capacity or larger).
+        """Restore a buffer written by `save()` into this buffer (same shapes, same capacity or larger).
 
         ``path`` may also be a binary file object (e.g. ``io.BytesIO(buffer.to_bytes())``). The file is
         checked before anything in this buffer changes: every array's header (dtype, shape) against this

@@ -1,14 +1,14 @@
 """The deterministic actor-critic policy used by TD3 and DDPG.
 
-:class:`TD3Policy` holds every network training needs (actor, critic ensemble and their target
+`TD3Policy` holds every network training needs (actor, critic ensemble and their target
 copies) and the two optimizers, as in Stable-Baselines3, where a "policy" is the whole learner.
 
-* The actor maps an observation to ``tanh(...)`` in [-1, 1] per action dimension; :meth:`unscale_action`
+* The actor maps an observation to ``tanh(...)`` in [-1, 1] per action dimension; `unscale_action()`
   maps that to the env's bounds, per dimension, so asymmetric bounds work.
-* The critics are one :class:`CriticEnsemble`: the ``n_critics`` Q-networks are stacked along a leading
+* The critics are one `CriticEnsemble`: the ``n_critics`` Q-networks are stacked along a leading
   tensor dimension, so every layer of all critics is one batched matmul.
-* A policy is saved and loaded on its own (:meth:`TD3Policy.save` / :meth:`TD3Policy.load`, JSON + tensors,
-  no pickle) and acts through :meth:`TD3Policy.predict`, as in Stable-Baselines3.
+* A policy is saved and loaded on its own (`TD3Policy.save()` / `TD3Policy.load()`, JSON + tensors,
+  no pickle) and acts through `TD3Policy.predict()`, as in Stable-Baselines3.
 """
 
 from __future__ import annotations
@@ -378,7 +378,7 @@ class TD3Policy(nn.Module):
         return torch.nn.utils.parameters_to_vector(self.parameters()).detach().cpu().numpy()
 
     def load_from_vector(self, vector: np.ndarray) -> None:
-        """Set every parameter from a flat vector in :meth:`parameters_to_vector`'s order (copied in place,
+        """Set every parameter from a flat vector in `parameters_to_vector()`'s order (copied in place,
         so optimizers keep tracking the same tensors).
 
         Raises:
@@ -407,7 +407,7 @@ class TD3Policy(nn.Module):
         """Save the policy alone (networks, spaces and constructor arguments, no optimizer state) to one
         zip file, written atomically: ``metadata.json`` (JSON) and ``policy.pth`` (tensors), no pickle.
 
-        :meth:`load` rebuilds it. The current learning rates are stored as the constructor's
+        `load()` rebuilds it. The current learning rates are stored as the constructor's
         ``actor_learning_rate`` / ``critic_learning_rate``.
 
         Raises:
@@ -447,7 +447,7 @@ class TD3Policy(nn.Module):
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], device: torch.device | str = "auto") -> TD3Policy:
-        """Load a policy written by :meth:`save`; its predictions are bitwise those of the saved policy.
+        """Load a policy written by `save()`; its predictions are bitwise those of the saved policy.
 
         Nothing in the file is trusted: the archive is checked as a model file is, classes are found by
         name among ``torch.nn`` / ``torch.optim`` and the registered policies (or ``cls`` itself when the
@@ -489,14 +489,14 @@ class TD3Policy(nn.Module):
 
     def export(self, path: str | os.PathLike[str], format: str = "torchscript", **kwargs: Any) -> Path:
         """Export the actor, with the action unscaling (and optional observation normalisation) in the
-        graph, to TorchScript or ONNX. See :func:`rlkit_td3.export.export` for the arguments."""
+        graph, to TorchScript or ONNX. See `rlkit_td3.export.export()` for the arguments."""
         from rlkit_td3.export import export
 
         return export(self, path, format=format, **kwargs)
 
 
 POLICY_CONTENT = "policy"
-"""``metadata["content"]`` of a file written by :meth:`TD3Policy.save` (whole-model files have none)."""
+"""``metadata["content"]`` of a file written by `TD3Policy.save()` (whole-model files have none)."""
 
 
 def _policy_class_from_file(cls: type[TD3Policy], name: Any) -> type[TD3Policy]:
@@ -512,7 +512,7 @@ def _policy_class_from_file(cls: type[TD3Policy], name: Any) -> type[TD3Policy]:
 
 
 def expected_state_shapes(obs_dim: int, action_dim: int, net_arch: Any, n_critics: int) -> dict[str, tuple[int, ...]]:
-    """The name and shape of every tensor in a :class:`TD3Policy`'s ``state_dict``, from its architecture
+    """The name and shape of every tensor in a `TD3Policy`'s ``state_dict``, from its architecture
     alone (nothing is allocated)."""
     pi, qf = parse_net_arch(net_arch)
     shapes: dict[str, tuple[int, ...]] = {}
@@ -539,7 +539,7 @@ def _check_state_shapes(
     """Refuse stored tensors that are not exactly those of the declared architecture, before building it.
 
     Without this a forged ``net_arch`` could make loading allocate huge networks. Registered subclasses may
-    add networks of their own: for them the check covers the :class:`TD3Policy` part, and
+    add networks of their own: for them the check covers the `TD3Policy` part, and
     ``load_state_dict`` (strict) the rest.
     """
     if not isinstance(state, dict) or not all(isinstance(t, torch.Tensor) for t in state.values()):
