@@ -94,6 +94,17 @@ def _fits_float32(values: Any) -> np.ndarray:
     return (np.abs(array) <= FLOAT32_MAX).reshape(len(array), -1).all(axis=1)
 
 
+def _all_fit_float32(values: Any) -> bool:
+    """``_fits_float32(values).all()``, fast for the common dtypes (called on every step)."""
+    array = np.asarray(values)
+    kind, size = array.dtype.kind, array.dtype.itemsize
+    if kind in "iub" and size <= 8:  # integers (even int64/uint64) and booleans are finite in float32
+        return True
+    if kind == "f" and size <= 4:
+        return bool(np.isfinite(array).all())
+    return bool((np.abs(array) <= FLOAT32_MAX).all())
+
+
 MAX_N_ENVS = 65_536
 """Largest ``n_envs`` a model file may declare."""
 
@@ -636,8 +647,11 @@ class OffPolicyAlgorithm:
             ValueError: the noise returns a sample of another size than the action space's.
         """
         noise = self.action_noise
-        if isinstance(noise, VectorizedActionNoise) and batch_size == noise.n_envs:
+        vectorized = isinstance(noise, VectorizedActionNoise)
+        if vectorized and batch_size == noise.n_envs:
             sample = np.asarray(noise())
+        elif not vectorized and batch_size == 1:
+            sample = np.reshape(noise(), (1, -1))
         else:
             copies = noise.noises if isinstance(noise, VectorizedActionNoise) else [noise]
             sample = np.stack([np.reshape(copies[i % len(copies)](), -1) for i in range(batch_size)])
@@ -768,11 +782,10 @@ class OffPolicyAlgorithm:
             new_obs, rewards, terminated, truncated, infos = self.env.step(env_actions)
             dones = terminated | truncated
             # Checked before anything is stored or counted (see _raise_non_finite).
-            ok_rows = _fits_float32(new_obs) & _fits_float32(rewards)
-            if self._autoreset_mode == AutoresetMode.SAME_STEP and dones.any():
-                for i in np.flatnonzero(dones):
-                    ok_rows[i] &= bool(_fits_float32([infos["final_obs"][i]])[0])
-            if not ok_rows.all():
+            finite = _all_fit_float32(new_obs) and _all_fit_float32(rewards)
+            if finite and self._autoreset_mode == AutoresetMode.SAME_STEP and dones.any():
+                finite = all(_all_fit_float32(infos["final_obs"][i]) for i in np.flatnonzero(dones))
+            if not finite:
                 self._raise_non_finite(new_obs, rewards, infos, dones)
             self.num_timesteps += self.n_envs
             rollout["calls"] += 1
@@ -836,7 +849,7 @@ class OffPolicyAlgorithm:
 
     def _check_reset_obs(self, obs: np.ndarray, mask: np.ndarray) -> None:
         """Raise :class:`NonFiniteError` if an observation ``reset()`` returned for a ``mask``-ed env is not finite."""
-        if not _fits_float32(np.reshape(obs, (self.n_envs, -1)))[mask].all():
+        if not _all_fit_float32(obs) and not _fits_float32(np.reshape(obs, (self.n_envs, -1)))[mask].all():
             self._raise_non_finite(obs, None, where="reset()", rows=mask)
 
     def _reset_ended_envs(self) -> None:
