@@ -81,7 +81,8 @@ def flush_tiny_moments(optimizer: torch.optim.Optimizer, below: float = TINY_MOM
 
 
 class NonFiniteError(FloatingPointError):
-    """An env returned a NaN or infinite observation or reward, or a training loss became non-finite."""
+    """An env returned a NaN or infinite observation (from ``reset()`` or ``step()``) or reward, or one beyond
+    float32's range, or a training loss became non-finite."""
 
 
 FLOAT32_MAX = float(np.finfo(np.float32).max)
@@ -306,7 +307,7 @@ def env_name(env: VectorEnv, index: int = 0) -> str:
     if env.spec is not None:
         return env.spec.id
     try:  # e.g. an AsyncVectorEnv: ask the sub-env for its spec
-        spec = env.get_attr("spec")[index]
+        spec = base.get_attr("spec")[index]
     except Exception:  # noqa: BLE001  (naming the env must never hide the error being reported)
         spec = None
     return spec.id if spec is not None else type(base).__name__
