@@ -111,7 +111,8 @@ def flush_tiny_moments(optimizer: torch.optim.Optimizer, below: float = TINY_MOM
 
 
 class NonFiniteError(FloatingPointError):
-    """An env returned a NaN or infinite observation or reward, or a training loss became non-finite."""
+    """An env returned a NaN or infinite observation (from ``reset()`` or ``step()``) or reward, or one beyond
+    float32's range, or a training loss became non-finite."""
 
 
 FLOAT32_MAX = float(np.finfo(np.float32).max)
@@ -122,6 +123,17 @@ def _fits_float32(values: Any) -> np.ndarray:
     networks' dtype; a float64 of 1e300 is finite but becomes inf there). NaN compares false, so it fails too."""
     array = np.asarray(values)
     return (np.abs(array) <= FLOAT32_MAX).reshape(len(array), -1).all(axis=1)
+
+
+def _all_fit_float32(values: Any) -> bool:
+    """``_fits_float32(values).all()``, fast for the common dtypes (called on every step)."""
+    array = np.asarray(values)
+    kind, size = array.dtype.kind, array.dtype.itemsize
+    if kind in "iub" and size <= 8:  # integers (even int64/uint64) and booleans are finite in float32
+        return True
+    if kind == "f" and size <= 4:
+        return bool(np.isfinite(array).all())
+    return bool((np.abs(array) <= FLOAT32_MAX).all())
 
 
 MAX_N_ENVS = 65_536
@@ -363,7 +375,7 @@ def env_name(env: VectorEnv, index: int = 0) -> str:
     if env.spec is not None:
         return env.spec.id
     try:  # e.g. an AsyncVectorEnv: ask the sub-env for its spec
-        spec = env.get_attr("spec")[index]
+        spec = base.get_attr("spec")[index]
     except Exception:  # noqa: BLE001  (naming the env must never hide the error being reported)
         spec = None
     return spec.id if spec is not None else type(base).__name__
@@ -711,8 +723,11 @@ class OffPolicyAlgorithm:
             ValueError: the noise returns a sample of another size than the action space's.
         """
         noise = self.action_noise
-        if isinstance(noise, VectorizedActionNoise) and batch_size == noise.n_envs:
+        vectorized = isinstance(noise, VectorizedActionNoise)
+        if vectorized and batch_size == noise.n_envs:
             sample = np.asarray(noise())
+        elif not vectorized and batch_size == 1:
+            sample = np.reshape(noise(), (1, -1))
         else:
             copies = noise.noises if isinstance(noise, VectorizedActionNoise) else [noise]
             sample = np.stack([np.reshape(copies[i % len(copies)](), -1) for i in range(batch_size)])
@@ -864,11 +879,10 @@ class OffPolicyAlgorithm:
             new_obs, rewards, terminated, truncated, infos = self._step_envs(env_actions)
             dones = terminated | truncated
             # Checked before anything is stored or counted (see _raise_non_finite).
-            ok_rows = _fits_float32(new_obs) & _fits_float32(rewards)
-            if self._autoreset_mode == AutoresetMode.SAME_STEP and dones.any():
-                for i in np.flatnonzero(dones):
-                    ok_rows[i] &= bool(_fits_float32([infos["final_obs"][i]])[0])
-            if not ok_rows.all():
+            finite = _all_fit_float32(new_obs) and _all_fit_float32(rewards)
+            if finite and self._autoreset_mode == AutoresetMode.SAME_STEP and dones.any():
+                finite = all(_all_fit_float32(infos["final_obs"][i]) for i in np.flatnonzero(dones))
+            if not finite:
                 self._raise_non_finite(new_obs, rewards, infos, dones)
             self.num_timesteps += self.n_envs
             rollout["calls"] += 1
@@ -943,7 +957,7 @@ class OffPolicyAlgorithm:
 
     def _check_reset_obs(self, obs: np.ndarray, mask: np.ndarray) -> None:
         """Raise `NonFiniteError` if an observation ``reset()`` returned for a ``mask``-ed env is not finite."""
-        if not _fits_float32(np.reshape(obs, (self.n_envs, -1)))[mask].all():
+        if not _all_fit_float32(obs) and not _fits_float32(np.reshape(obs, (self.n_envs, -1)))[mask].all():
             self._raise_non_finite(obs, None, where="reset()", rows=mask)
 
     def _reset_ended_envs(self) -> None:

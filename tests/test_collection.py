@@ -298,17 +298,21 @@ def test_non_finite_final_observation_of_a_same_step_vector_env_is_caught():
     assert model.replay_buffer.size() == 8 and np.isfinite(_stored(model)[1]).all()
 
 
-@pytest.mark.parametrize("vector", ["sync", "make_vec", "single"])
+@pytest.mark.parametrize("vector", ["sync", "make_vec", "async", "single"])
 def test_non_finite_message_names_the_users_env_not_the_librarys_wrappers(vector):
     if vector == "sync":
         env, name = SyncVectorEnv([lambda: make_counter(5), lambda: _nan_counter(nan_step=2)]), "NaNCounter"
     elif vector == "make_vec":
         env, name = gym.make_vec("Pendulum-v1", num_envs=2, wrappers=[_NaNReward]), "Pendulum-v1"
+    elif vector == "async":  # the sub-envs are asked for their spec
+        env = gym.vector.AsyncVectorEnv([lambda: _NaNReward(gym.make("Pendulum-v1")) for _ in range(2)])
+        name = "Pendulum-v1"
     else:
         env, name = _nan_counter(nan_step=2), "NaNCounter"
     index = 0 if vector == "single" else 1
     with pytest.raises(NonFiniteError, match=rf"env {index} \({name}\) returned") as info:
         TD3("MlpPolicy", env, **KW).learn(10)
+    env.close()
     assert "RecordEpisodeStatistics" not in str(info.value) and "SyncVectorEnv" not in str(info.value)
 
 
