@@ -683,7 +683,7 @@ def check_training_state(
         if not isinstance(last_obs, torch.Tensor) or tuple(last_obs.shape) != expected:
             got = tuple(last_obs.shape) if isinstance(last_obs, torch.Tensor) else type(last_obs).__name__
             raise ModelFileError(f"training_state.last_obs has shape {got}, the model needs {expected}")
-        if last_obs.dtype == torch.bool or last_obs.dtype.is_complex:
+        if last_obs.dtype.is_complex:
             raise ModelFileError(f"training_state.last_obs must be real numbers, got {last_obs.dtype}")
         if last_obs.is_floating_point() and not bool(torch.isfinite(last_obs).all()):
             raise ModelFileError("training_state.last_obs holds non-finite values")

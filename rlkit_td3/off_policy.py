@@ -1521,7 +1521,9 @@ class OffPolicyAlgorithm:
             return None
         return [rng_state_to_json(rng) for rng in generators]
 
-    def _restore_training_state(self, state: dict[str, Any], tensors: dict[str, Any]) -> None:
+    def _restore_training_state(
+        self, state: dict[str, Any], tensors: dict[str, Any], saved_n_envs: int | None = None
+    ) -> None:
         """Inverse of `_training_state()` (plus the tensors), applied by `load()`.
 
         Fields added after the first file format are optional: files without them load as before.
@@ -1542,17 +1544,21 @@ class OffPolicyAlgorithm:
             self.action_noise.set_state(state["action_noise"])
         self._restore_schedule_states(state.get("schedules"))
         self._smoothing_rng.set_state(tensors["smoothing_rng"])
+        saved_n_envs = self.n_envs if saved_n_envs is None else saved_n_envs
         needs_reset = state.get("needs_reset")
         if needs_reset is not None and (
             not isinstance(needs_reset, list)
-            or len(needs_reset) != self.n_envs
+            or len(needs_reset) != saved_n_envs
             or not all(isinstance(x, bool) for x in needs_reset)
         ):
             raise ModelFileError(
-                f"training_state: needs_reset must be a list of {self.n_envs} booleans, got {needs_reset!r}"
+                f"training_state: needs_reset must be a list of {saved_n_envs} booleans, got {needs_reset!r}"
             )
         if self.env is not None:
-            self._restart_envs(state.get("env_rngs"), tensors.get("last_obs"), needs_reset)
+            if saved_n_envs != self.n_envs:  # loaded onto another number of envs: every episode restarts
+                self._restart_envs(None, None, None)
+            else:
+                self._restart_envs(state.get("env_rngs"), tensors.get("last_obs"), needs_reset)
 
     def _restore_schedule_states(self, states: Any) -> None:
         """Give each schedule with ``set_state`` the state saved with it (schedules without it keep none)."""
@@ -1763,7 +1769,7 @@ class OffPolicyAlgorithm:
             # force_reset needs no action: a loaded model's envs are always reset before its next step (at an
             # episode boundary by the reset the saved run would do next, keeping exact resume; mid-episode the
             # episode in flight restarts).
-            self._restore_training_state(metadata["training_state"], tensors.get("training_state", {}))
+            self._restore_training_state(metadata["training_state"], tensors.get("training_state", {}), n_envs)
         self._fit_to_env(strict=False)  # the noise of a model saved with another n_envs than env's
 
     @staticmethod
