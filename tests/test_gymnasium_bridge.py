@@ -240,3 +240,23 @@ def test_dummy_vec_env_restore_reset_is_bitwise(env_id):
         assert np.array_equal(second.step(actions[50 + t])[0], later[t])
     with pytest.raises(ValueError, match="pre_reset_state"):
         second.restore_reset(0, {"bad": 1})
+
+
+def test_reset_infos_follow_the_auto_reset_and_bad_input_is_refused():
+    view = VecEnvView(SyncVectorEnv([countdown(i) for i in range(2)], autoreset_mode=AutoresetMode.DISABLED))
+    view.seed(2)
+    view.reset()
+    checked = 0
+    for _ in range(8):
+        obs, _, dones, _ = view.step(np.zeros((2, 1), np.float32))
+        for i in np.flatnonzero(dones):
+            assert view.reset_infos[i]["reset_draw"] == obs[i, 1]
+            checked += 1
+    assert checked >= 3
+    view.set_options([{"a": 1}, {"a": 2}])
+    with pytest.raises(ValueError, match="one options dict"):
+        view.reset()
+    with pytest.raises(TypeError, match="gymnasium.vector.VectorEnv"):
+        VecEnvView(DummyVecEnv([countdown()]))
+    with pytest.raises(TypeError, match="lacks"):
+        GymnasiumVecEnv(object())
