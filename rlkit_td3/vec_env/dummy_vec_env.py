@@ -64,7 +64,7 @@ class DummyVecEnv(VecEnv):
         self.metadata = env.metadata
         self.step_count = 0
         #: per env, ``(step_count, np_random.bit_generator.state)`` just before its last auto-reset in
-        #: :meth:`step_wait` (``None`` before the first): what :meth:`restore_reset` needs to redo that reset.
+        #: `step_wait()` (``None`` before the first): what `restore_reset()` needs to redo that reset.
         self.pre_reset_states: list[tuple[int, dict[str, Any]] | None] = [None] * self.num_envs
 
     def step_async(self, actions: np.ndarray) -> None:
@@ -105,10 +105,10 @@ class DummyVecEnv(VecEnv):
     def restore_reset(self, index: int, pre_reset_state: dict[str, Any]) -> Any:
         """Redo env ``index``'s auto-reset from the generator state recorded just before it.
 
-        Sets the env's ``np_random`` to ``pre_reset_state`` (an entry of :attr:`pre_reset_states`, saved with
-        a checkpoint) and resets the env as :meth:`step_wait` does: the first observation, the env's state and
+        Sets the env's ``np_random`` to ``pre_reset_state`` (an entry of `pre_reset_states`, saved with
+        a checkpoint) and resets the env as `step_wait()` does: the first observation, the env's state and
         its generator are then those of the original run. The observation is also stored in the batch that
-        the next :meth:`step_wait` / :meth:`reset` builds on.
+        the next `step_wait()` / `reset()` builds on.
 
         Args:
             index: the env, in ``[0, num_envs)``.

@@ -1,12 +1,12 @@
 """Bridges between gymnasium vector envs and the SB3 ``VecEnv`` contract.
 
-* :class:`VecEnvView` shows a ``gymnasium.vector.VectorEnv`` (any autoreset mode, sync or async, wrapped or
-  not) as an SB3 :class:`~rlkit_td3.vec_env.VecEnv`: ``reset()`` returns the observations only, ``step()``
+* `VecEnvView` shows a ``gymnasium.vector.VectorEnv`` (any autoreset mode, sync or async, wrapped or
+  not) as an SB3 `VecEnv`: ``reset()`` returns the observations only, ``step()``
   returns ``(obs, rewards, dones, infos)`` with ended envs reset at once and
   ``infos[i]["terminal_observation"]`` / ``infos[i]["TimeLimit.truncated"]``.
-* :class:`GymnasiumVecEnv` shows an SB3-style ``VecEnv`` as a ``gymnasium.vector.VectorEnv`` in same-step
+* `GymnasiumVecEnv` shows an SB3-style ``VecEnv`` as a ``gymnasium.vector.VectorEnv`` in same-step
   autoreset mode (``infos["final_obs"]`` / ``infos["final_info"]``), so that it can be trained on.
-* :func:`reset_ended_envs` resets some envs of a gymnasium vector env while keeping the other envs' episode
+* `reset_ended_envs()` resets some envs of a gymnasium vector env while keeping the other envs' episode
   statistics running.
 """
 
@@ -112,13 +112,13 @@ def _base_vector_env(venv: VectorEnv) -> VectorEnv:
 
 
 class VecEnvView(VecEnv):
-    """An SB3 :class:`~rlkit_td3.vec_env.VecEnv` over a gymnasium vector env.
+    """An SB3 `VecEnv` over a gymnasium vector env.
 
     Works in every gymnasium autoreset mode: with ``DISABLED`` and ``NEXT_STEP`` the envs that end are reset
     right after the step (``options={"reset_mask": ...}``, their episode statistics restarted alone, see
-    :func:`reset_ended_envs`); with ``SAME_STEP`` gymnasium already reset them and ``final_obs`` /
+    `reset_ended_envs()`); with ``SAME_STEP`` gymnasium already reset them and ``final_obs`` /
     ``final_info`` give the last observation and info. Rewards are float32 and dones bool, as in
-    :class:`~rlkit_td3.vec_env.DummyVecEnv`.
+    `DummyVecEnv`.
 
     Args:
         venv: a ``gymnasium.vector.VectorEnv`` (``SyncVectorEnv``, ``AsyncVectorEnv``, possibly wrapped).
@@ -278,7 +278,7 @@ class GymnasiumVecEnv(VectorEnv):
     observation and info. ``terminated`` / ``truncated`` come from ``dones`` and ``TimeLimit.truncated``.
 
     Args:
-        venv: our :class:`~rlkit_td3.vec_env.VecEnv` or any object with ``num_envs``, ``observation_space``,
+        venv: our `VecEnv` or any object with ``num_envs``, ``observation_space``,
             ``action_space``, ``reset()``, ``step()`` returning SB3's 4-tuple, and optionally ``seed``.
 
     Raises:
