@@ -62,6 +62,10 @@ class DummyVecEnv(VecEnv):
         self.buf_infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
         self.actions: np.ndarray | None = None
         self.metadata = env.metadata
+        self.step_count = 0
+        #: per env, ``(step_count, np_random.bit_generator.state)`` just before its last auto-reset in
+        #: `step_wait()` (``None`` before the first): what `restore_reset()` needs to redo that reset.
+        self.pre_reset_states: list[tuple[int, dict[str, Any]] | None] = [None] * self.num_envs
 
     def step_async(self, actions: np.ndarray) -> None:
         self._check_actions(actions)
@@ -79,12 +83,14 @@ class DummyVecEnv(VecEnv):
             if done:
                 # a copy: an env may return one array that it updates in place, and reset() would overwrite it
                 info["terminal_observation"] = deepcopy(obs)
+                self.pre_reset_states[index] = (self.step_count, deepcopy(env.np_random.bit_generator.state))
                 obs, self.reset_infos[index] = env.reset()
             self.buf_rews[index] = reward
             self.buf_dones[index] = done
             self.buf_infos[index] = info
             self._save_obs(index, obs)
         self.actions = None
+        self.step_count += 1
         return self._obs_from_buf(), self.buf_rews.copy(), self.buf_dones.copy(), list(self.buf_infos)
 
     def reset(self) -> VecEnvObs:
@@ -95,6 +101,37 @@ class DummyVecEnv(VecEnv):
         self._reset_seeds()
         self._reset_options()
         return self._obs_from_buf()
+
+    def restore_reset(self, index: int, pre_reset_state: dict[str, Any]) -> Any:
+        """Redo env ``index``'s auto-reset from the generator state recorded just before it.
+
+        Sets the env's ``np_random`` to ``pre_reset_state`` (an entry of `pre_reset_states`, saved with
+        a checkpoint) and resets the env as `step_wait()` does: the first observation, the env's state and
+        its generator are then those of the original run. The observation is also stored in the batch that
+        the next `step_wait()` / `reset()` builds on.
+
+        Args:
+            index: the env, in ``[0, num_envs)``.
+            pre_reset_state: ``np_random.bit_generator.state`` recorded before the reset.
+
+        Returns:
+            The first observation of the new episode.
+
+        Raises:
+            IndexError: ``index`` is out of range.
+            ValueError: ``pre_reset_state`` is not a generator state of the env's bit generator.
+        """
+        (index,) = self._get_indices(index)
+        env = self.envs[index]
+        try:
+            env.np_random.bit_generator.state = deepcopy(pre_reset_state)
+        except (TypeError, ValueError, KeyError) as error:
+            raise ValueError(
+                f"pre_reset_state must be a {type(env.np_random.bit_generator).__name__} state, got {pre_reset_state!r}"
+            ) from error
+        obs, self.reset_infos[index] = env.reset()
+        self._save_obs(index, obs)
+        return obs
 
     def close(self) -> None:
         for env in self.envs:
