@@ -1,6 +1,6 @@
 """``make_vec_env`` and wrapper helpers (``stable_baselines3.common.env_util``'s counterpart).
 
-Not to be confused with the algorithm's internal ``rlkit_td3.off_policy.make_vec_env``, which wraps one env
+Not to be confused with the algorithm's internal ``rlkit_td3.off_policy.as_training_env``, which wraps one env
 for training: this one builds a `VecEnv` of ``n_envs`` monitored envs, as SB3's does.
 """
 

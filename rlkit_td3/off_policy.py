@@ -28,6 +28,7 @@ from gymnasium.wrappers.vector import RecordEpisodeStatistics
 
 from rlkit_td3.buffers import BUFFER_REGISTRY, ReplayBuffer, ReplayBufferSamples
 from rlkit_td3.callbacks import MaybeCallback, convert_callback
+from rlkit_td3.evaluation import is_sb3_vec_env
 from rlkit_td3.file_checks import (
     ACTIVATIONS,
     CUSTOM_TO_CTOR,
@@ -78,6 +79,9 @@ from rlkit_td3.serialization import (
     spaces_equal,
     write_model_zip,
 )
+from rlkit_td3.vec_env.base_vec_env import VecEnv
+from rlkit_td3.vec_env.gymnasium_bridge import GymnasiumVecEnv, VecEnvView
+from rlkit_td3.vec_env.vec_normalize import VecNormalize
 from rlkit_td3.version import __version__
 
 DEFAULT_NOISE_SIGMA = 0.1
@@ -333,15 +337,17 @@ def _make_env_id(env_id: str) -> gym.Env:
     return gym.make(env_id, render_mode="rgb_array") if wants_frames else gym.make(env_id)
 
 
-def make_vec_env(env: gym.Env | VectorEnv | str) -> VectorEnv:
-    """Wrap what the user passed as a gymnasium vector env that records episode statistics.
+def as_training_env(env: Any) -> VectorEnv:
+    """Wrap what the user passed as the gymnasium vector env the training loop steps, recording episode statistics.
 
     An env id is made with ``gymnasium.make``, with ``render_mode="rgb_array"`` where the env supports it (so
     ``model.get_env().render()`` returns one frame per env); a single env is wrapped in
     `Monitor` (unless it already has one, as Stable-Baselines3 does), in an
     observation check, and in a one-env ``SyncVectorEnv`` with autoreset disabled: the algorithm resets
     ended episodes itself, just before the next step, which is what makes a checkpoint at an episode
-    boundary resume exactly. A vector env is used as it is. Unless the result already has one, it is then
+    boundary resume exactly. A gymnasium vector env is used as it is; a Stable-Baselines3-style ``VecEnv``
+    (`rlkit_td3.vec_env`, or any object with its contract) is seen through `GymnasiumVecEnv`, a same-step
+    autoreset vector env. Unless the result already has one, it is then
     wrapped in gymnasium's vector ``RecordEpisodeStatistics``: its last 100 episodes give
     ``rollout/ep_rew_mean`` and ``rollout/ep_len_mean``.
 
@@ -350,11 +356,16 @@ def make_vec_env(env: gym.Env | VectorEnv | str) -> VectorEnv:
     """
     if isinstance(env, str):
         env = _make_env_id(env)
+    if is_sb3_vec_env(env):
+        env = GymnasiumVecEnv(env)
     if isinstance(env, gym.Env):
         single = _ObservationCheck(env if is_monitored(env) else Monitor(env))
         env = SyncVectorEnv([lambda: single], autoreset_mode=AutoresetMode.DISABLED)
     if not isinstance(env, VectorEnv):
-        raise TypeError(f"env must be a gymnasium Env, a VectorEnv or an env id string, got {env!r}")
+        raise TypeError(
+            f"env must be a gymnasium Env, a gymnasium VectorEnv, a Stable-Baselines3-style VecEnv or an env id "
+            f"string, got {env!r}"
+        )
     if episode_statistics(env) is None:
         if isinstance(env.metadata.get("autoreset_mode"), str):
             env.metadata["autoreset_mode"] = AutoresetMode(env.metadata["autoreset_mode"])
@@ -390,6 +401,32 @@ def _latest_run_id(folder: Path, name: str) -> int:
             if child.is_dir() and prefix == name and suffix.isdigit():
                 ids.append(int(suffix))
     return max(ids)
+
+
+class _TrainingEnvView(VecEnvView):
+    """`VecEnvView` of a model's training env that tells the model when user code stepped or reset it.
+
+    The model's last observations are then stale, so its next ``learn`` starts fresh episodes instead of
+    storing a transition from an observation the env has left.
+    """
+
+    def __init__(self, venv: VectorEnv, model: OffPolicyAlgorithm) -> None:
+        super().__init__(venv)
+        self._model = model
+
+    def reset(self) -> Any:
+        self._model._env_used_outside = True
+        return super().reset()
+
+    def step_async(self, actions: np.ndarray) -> None:
+        self._model._env_used_outside = True
+        super().step_async(actions)
+
+    def step_wait(self) -> Any:
+        obs, rewards, dones, infos = super().step_wait()
+        for info in infos:  # the model's own episode-statistics key is not the user's business
+            info.pop(EPISODE_STATS_KEY, None)
+        return obs, rewards, dones, infos
 
 
 class OffPolicyAlgorithm:
@@ -513,12 +550,13 @@ class OffPolicyAlgorithm:
         self.seed = None if seed is None else _check_int("seed", seed, 0)
         self.device = get_device(device)
 
-        self.env: VectorEnv | None = None
+        self._venv: VectorEnv | None = None
+        self._env_used_outside = False
         self.observation_space: spaces.Box | None = None
         self.action_space: spaces.Box | None = None
         self.n_envs = 1
         if env is not None:
-            self._set_env_and_spaces(make_vec_env(env))
+            self._set_env_and_spaces(as_training_env(env))
         elif _init_setup_model:
             raise ValueError("env must be given (None is only allowed inside load())")
 
@@ -555,7 +593,7 @@ class OffPolicyAlgorithm:
         except (TypeError, ValueError) as exc:
             raise type(exc)(f"{name}: {exc}") from exc
         self.observation_space = obs_space
-        self.env = env
+        self._venv = env
         self.n_envs = env.num_envs
         self._autoreset_mode = env.metadata.get("autoreset_mode", AutoresetMode.NEXT_STEP)
         if isinstance(self._autoreset_mode, str):
@@ -633,17 +671,48 @@ class OffPolicyAlgorithm:
     def ep_info_buffer(self) -> list[dict[str, float]]:
         """The last (up to 100) finished training episodes, oldest first: ``{"r": return, "l": length}``.
 
-        Read from the env's episode-statistics wrapper (see `make_vec_env()`), the one source of
+        Read from the env's episode-statistics wrapper (see `as_training_env()`), the one source of
         ``rollout/ep_rew_mean`` and ``rollout/ep_len_mean``.
         """
-        stats = episode_statistics(self.env)
+        stats = episode_statistics(self._venv)
         if stats is None:
             return []
         return [{"r": float(r), "l": int(n)} for r, n in zip(stats.return_queue, stats.length_queue)]
 
-    def get_env(self) -> VectorEnv | None:
-        """The vector env the model trains on (``None`` for a model loaded without env)."""
-        return self.env
+    @property
+    def env(self) -> VecEnv | None:
+        """The training env as a Stable-Baselines3 ``VecEnv`` (see `get_env()`)."""
+        return self.get_env()
+
+    def get_env(self) -> VecEnv | None:
+        """The env the model trains on, with Stable-Baselines3's ``VecEnv`` contract (``None`` for a model
+        loaded without env).
+
+        A Stable-Baselines3-style ``VecEnv`` given to the model is handed back as it is. Anything else (an env,
+        an env id, a gymnasium vector env) is handed back as a `VecEnvView` of the env the model steps:
+        ``reset()`` returns the observations, ``step(actions)`` returns ``(obs, rewards, dones, infos)`` and
+        resets ended envs at once, with ``infos[i]["terminal_observation"]`` and
+        ``infos[i]["TimeLimit.truncated"]``. Stepping or resetting it from outside ``learn`` makes the next
+        ``learn`` start fresh episodes.
+        """
+        if self._venv is None:
+            return None
+        base = self._venv.unwrapped
+        if isinstance(base, GymnasiumVecEnv):
+            return base.sb3_env
+        view = getattr(self, "_env_view", None)
+        if view is None or view.gym_env is not self._venv:
+            view = self._env_view = _TrainingEnvView(self._venv, self)
+        return view
+
+    def get_vec_normalize_env(self) -> VecNormalize | None:
+        """The `VecNormalize` wrapper of the training env, if it has one (as in Stable-Baselines3)."""
+        env: Any = self.get_env()
+        while env is not None:
+            if isinstance(env, VecNormalize):
+                return env
+            env = getattr(env, "venv", None) if not isinstance(env, VecEnvView) else None
+        return None
 
     def set_env(self, env: gym.Env | VectorEnv | str) -> None:
         """Replace the training env; its spaces and number of envs must match the model's.
@@ -655,7 +724,7 @@ class OffPolicyAlgorithm:
         Raises:
             ValueError: the spaces differ, or the env has more envs than the replay buffer was built for.
         """
-        vec = make_vec_env(env)
+        vec = as_training_env(env)
         self._check_env_matches(vec)
         self._set_env_and_spaces(vec)
         self._fit_to_env(strict=False)
@@ -797,7 +866,7 @@ class OffPolicyAlgorithm:
             tb_log_name = type(self).__name__
         if not isinstance(tb_log_name, str) or not tb_log_name or os.sep in tb_log_name:
             raise ValueError(f"tb_log_name must be a non-empty folder name, got {tb_log_name!r}")
-        if self.env is None:
+        if self._venv is None:
             raise ValueError("the model has no env: pass env= to load() or call set_env() before learn()")
         callback = convert_callback(callback, progress_bar=progress_bar)
         if reset_num_timesteps:
@@ -805,7 +874,7 @@ class OffPolicyAlgorithm:
             self._episode_num = 0
             self._last_obs = None
             self._rollout = None
-            stats = episode_statistics(self.env)
+            stats = episode_statistics(self._venv)
             if stats is not None:
                 for queue in (stats.return_queue, stats.length_queue, stats.time_queue):
                     queue.clear()
@@ -817,6 +886,9 @@ class OffPolicyAlgorithm:
         self._total_timesteps = end
         self._learn_start_timesteps = self.num_timesteps
         self._start_time = time.perf_counter()
+        if self._env_used_outside:  # user code stepped get_env(): the last observations are stale
+            self._last_obs = None
+            self._rollout = None
         if self._last_obs is None:
             self._reset_env()
         self._setup_logger(tb_log_name, reset_num_timesteps)
@@ -846,11 +918,12 @@ class OffPolicyAlgorithm:
         # The env is seeded once, at the model's first reset; later resets continue its RNG.
         seed = None if self._env_seeded else self.seed
         self._env_seeded = True
-        obs, _ = self.env.reset(seed=seed)
+        obs, _ = self._venv.reset(seed=seed)
         self._check_reset_obs(obs, np.ones(self.n_envs, dtype=bool))
         self._last_obs = obs
         self._needs_reset = np.zeros(self.n_envs, dtype=bool)
         self._pending_reset_step = False
+        self._env_used_outside = False
         if self.action_noise is not None:
             self.action_noise.reset()
 
@@ -907,9 +980,9 @@ class OffPolicyAlgorithm:
         under next-step autoreset: there the saved run's step only reset the envs (inside gymnasium, which
         stores nothing of that step), and this one does the same reset, from the restored generators."""
         if not self._pending_reset_step:
-            return self.env.step(env_actions)
+            return self._venv.step(env_actions)
         self._pending_reset_step = False
-        obs, infos = self.env.reset()
+        obs, infos = self._venv.reset()
         done = np.zeros(self.n_envs, dtype=bool)
         return obs, np.zeros(self.n_envs), done, done.copy(), infos
 
@@ -950,7 +1023,7 @@ class OffPolicyAlgorithm:
             what = f"final observation {final} (infos['final_obs']) from {where}"
         when = "before" if where == "reset()" else "at"
         raise NonFiniteError(
-            f"env {i} ({env_name(self.env, i)}) returned a non-finite {what} (NaN, inf, or beyond float32's "
+            f"env {i} ({env_name(self._venv, i)}) returned a non-finite {what} (NaN, inf, or beyond float32's "
             f"range +-{FLOAT32_MAX:.3g}) {when} step {self.num_timesteps + n} (num_timesteps, counted over {n} "
             "env(s)); nothing from this step was stored or trained on, and the next learn() starts fresh episodes"
         )
@@ -963,9 +1036,9 @@ class OffPolicyAlgorithm:
     def _reset_ended_envs(self) -> None:
         """Reset the envs whose episode ended at the previous step (autoreset disabled)."""
         mask = self._needs_reset
-        stats = episode_statistics(self.env)
+        stats = episode_statistics(self._venv)
         if stats is None:
-            reset_obs, _ = self.env.reset(options={"reset_mask": mask.copy()})
+            reset_obs, _ = self._venv.reset(options={"reset_mask": mask.copy()})
         else:
             # gymnasium's vector env consumes the mask from the options it shares with the statistics
             # wrapper, which would then restart every env's statistics: reset below it, and restart only
@@ -1056,7 +1129,7 @@ class OffPolicyAlgorithm:
         """Record the standard keys and write one row. The loss sums are read from the device here, once."""
         elapsed = max(time.perf_counter() - self._start_time, 1e-9)
         log = self.logger
-        stats = episode_statistics(self.env)
+        stats = episode_statistics(self._venv)
         if stats is not None and stats.return_queue:
             log.record("rollout/ep_rew_mean", float(np.mean(stats.return_queue)))
             log.record("rollout/ep_len_mean", float(np.mean(stats.length_queue)))
@@ -1462,7 +1535,7 @@ class OffPolicyAlgorithm:
 
     def _exact_resume_problem(self) -> str | None:
         """Why no checkpoint of this model's run could resume exactly, or ``None`` when one can."""
-        if self.env is not None and self._autoreset_mode == AutoresetMode.SAME_STEP:
+        if self._venv is not None and self._autoreset_mode == AutoresetMode.SAME_STEP:
             return (
                 "the env is a vector env with same-step autoreset (AutoresetMode.SAME_STEP), which resets an ended "
                 "env inside step(): the env generator's state before that reset, which a resumed run would need, "
@@ -1508,7 +1581,7 @@ class OffPolicyAlgorithm:
         For a ``SyncVectorEnv`` these are the generators themselves; for an ``AsyncVectorEnv``, copies
         received from the worker processes (see `_restart_envs()` for how those are set).
         """
-        base = None if self.env is None else self.env.unwrapped
+        base = None if self._venv is None else self._venv.unwrapped
         if isinstance(base, SyncVectorEnv):
             return [sub.unwrapped.np_random for sub in base.envs]
         if isinstance(base, AsyncVectorEnv):
@@ -1554,7 +1627,7 @@ class OffPolicyAlgorithm:
             raise ModelFileError(
                 f"training_state: needs_reset must be a list of {saved_n_envs} booleans, got {needs_reset!r}"
             )
-        if self.env is not None:
+        if self._venv is not None:
             if saved_n_envs != self.n_envs:  # loaded onto another number of envs: every episode restarts
                 self._restart_envs(None, None, None)
             else:
@@ -1595,13 +1668,13 @@ class OffPolicyAlgorithm:
         """
         generators = self._env_generators()
         self._env_seeded = True
-        obs, _ = self.env.reset()
+        obs, _ = self._venv.reset()
         if env_rngs is not None and generators is not None and len(env_rngs) == len(generators):
             for rng, spec in zip(generators, env_rngs):
                 set_rng_state(rng, spec)
-            if isinstance(self.env.unwrapped, AsyncVectorEnv):  # the generators are copies: send them back
-                self.env.unwrapped.set_attr("np_random", generators)
-        stats = episode_statistics(self.env)
+            if isinstance(self._venv.unwrapped, AsyncVectorEnv):  # the generators are copies: send them back
+                self._venv.unwrapped.set_attr("np_random", generators)
+        stats = episode_statistics(self._venv)
         if stats is not None:  # the recent episodes, for rollout/ep_rew_mean
             for r, n in self._saved_episode_infos:
                 stats.return_queue.append(r)
@@ -1676,7 +1749,7 @@ class OffPolicyAlgorithm:
             print_system_info_of(metadata.get("system"))
         if metadata.get("algorithm") != cls.__name__:
             raise ModelFileError(f"{path} holds a {metadata.get('algorithm')} model; load it with that class")
-        vec = None if env is None else make_vec_env(env)
+        vec = None if env is None else as_training_env(env)
         try:
             observation_space = space_from_dict(metadata["observation_space"])
             action_space = check_action_space(space_from_dict(metadata["action_space"]))

@@ -337,14 +337,15 @@ def test_env_ids_are_made_to_render_rgb_frames():
     import warnings
 
     model = TD3("MlpPolicy", "Pendulum-v1", **KW).learn(2)
-    frames = model.get_env().render()
+    frames = model.get_env().get_images()  # SB3's VecEnv: one frame per env; render() tiles them
     assert len(frames) == 1 and frames[0].shape == (500, 500, 3) and frames[0].dtype == np.uint8
+    assert model.get_env().render(mode="rgb_array").shape == (500, 500, 3)
     gym.register("H2NoRender-v0", entry_point=lambda: make_counter(5))  # an id without rgb_array: made as it is
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             model = TD3("MlpPolicy", "H2NoRender-v0", **KW)
-        assert model.get_env().unwrapped.envs[0].render_mode is None
+        assert model.get_env().get_attr("render_mode") == [None]
         model.learn(5)
     finally:
         del gym.registry["H2NoRender-v0"]
