@@ -80,6 +80,7 @@ from rlkit_td3.serialization import (
     write_model_zip,
 )
 from rlkit_td3.vec_env.base_vec_env import VecEnv
+from rlkit_td3.vec_env.dummy_vec_env import DummyVecEnv
 from rlkit_td3.vec_env.gymnasium_bridge import GymnasiumVecEnv, VecEnvView
 from rlkit_td3.vec_env.vec_normalize import VecNormalize
 from rlkit_td3.version import __version__
@@ -390,6 +391,17 @@ def env_name(env: VectorEnv, index: int = 0) -> str:
     except Exception:  # noqa: BLE001  (naming the env must never hide the error being reported)
         spec = None
     return spec.id if spec is not None else type(base).__name__
+
+
+def _json_bit_generator_state(state: Any) -> Any:
+    """A NumPy ``bit_generator.state`` with its arrays as lists (JSON)."""
+    if isinstance(state, dict):
+        return {key: _json_bit_generator_state(value) for key, value in state.items()}
+    if isinstance(state, np.ndarray):
+        return state.tolist()
+    if isinstance(state, np.integer):
+        return int(state)
+    return state
 
 
 def _latest_run_id(folder: Path, name: str) -> int:
@@ -1535,14 +1547,38 @@ class OffPolicyAlgorithm:
 
     def _exact_resume_problem(self) -> str | None:
         """Why no checkpoint of this model's run could resume exactly, or ``None`` when one can."""
-        if self._venv is not None and self._autoreset_mode == AutoresetMode.SAME_STEP:
+        if self._venv is not None and self._autoreset_mode == AutoresetMode.SAME_STEP and self._sb3_dummy_env() is None:
             return (
                 "the env is a vector env with same-step autoreset (AutoresetMode.SAME_STEP), which resets an ended "
                 "env inside step(): the env generator's state before that reset, which a resumed run would need, "
                 "is gone. Make the vector env with gymnasium's default next-step autoreset or with "
-                "autoreset_mode=AutoresetMode.DISABLED, or save without include_buffer"
+                "autoreset_mode=AutoresetMode.DISABLED, or train on rlkit_td3.vec_env.DummyVecEnv (which records "
+                "that state), or save without include_buffer"
             )
         return None
+
+    def _sb3_dummy_env(self) -> DummyVecEnv | None:
+        """The training env when it is this library's `DummyVecEnv`, given as it is (no VecEnv wrapper around it).
+
+        That env records each sub-env's generator state just before its auto-resets (`DummyVecEnv.restore_reset`),
+        which is what an exact resume of a same-step autoreset env needs.
+        """
+        base = None if self._venv is None else self._venv.unwrapped
+        if isinstance(base, GymnasiumVecEnv) and type(base.sb3_env) is DummyVecEnv:
+            return base.sb3_env
+        return None
+
+    def _sb3_pre_reset_states(self) -> list[dict[str, Any] | None] | None:
+        """For a `DummyVecEnv`, each sub-env's generator state before the reset it did at the last step (None for
+        an env that did not end there)."""
+        dummy = self._sb3_dummy_env()
+        if dummy is None:
+            return None
+        last = dummy.step_count - 1
+        return [
+            None if entry is None or entry[0] != last else _json_bit_generator_state(entry[1])
+            for entry in dummy.pre_reset_states
+        ]
 
     def _training_state(self) -> dict[str, Any]:
         """What determines the future of the run, besides the networks, optimizers and buffer (JSON)."""
@@ -1562,6 +1598,7 @@ class OffPolicyAlgorithm:
                 if isinstance(schedule, StatefulSchedule)
             },
             "env_rngs": self._env_rng_states(),
+            "sb3_pre_reset": self._sb3_pre_reset_states(),
             "needs_reset": None if needs_reset is None else [bool(x) for x in needs_reset],
             "torch_num_threads": self._learn_num_threads or self.torch_num_threads or torch.get_num_threads(),
         }
@@ -1586,6 +1623,9 @@ class OffPolicyAlgorithm:
             return [sub.unwrapped.np_random for sub in base.envs]
         if isinstance(base, AsyncVectorEnv):
             return list(base.get_attr("np_random"))
+        dummy = self._sb3_dummy_env()
+        if dummy is not None:
+            return [sub.unwrapped.np_random for sub in dummy.envs]
         return None
 
     def _env_rng_states(self) -> list[dict[str, Any]] | None:
@@ -1627,11 +1667,20 @@ class OffPolicyAlgorithm:
             raise ModelFileError(
                 f"training_state: needs_reset must be a list of {saved_n_envs} booleans, got {needs_reset!r}"
             )
+        pre_reset = state.get("sb3_pre_reset")
+        if pre_reset is not None and (
+            not isinstance(pre_reset, list)
+            or len(pre_reset) != saved_n_envs
+            or not all(x is None or isinstance(x, dict) for x in pre_reset)
+        ):
+            raise ModelFileError(
+                f"training_state: sb3_pre_reset must be a list of {saved_n_envs} generator states or nulls"
+            )
         if self._venv is not None:
             if saved_n_envs != self.n_envs:  # loaded onto another number of envs: every episode restarts
                 self._restart_envs(None, None, None)
             else:
-                self._restart_envs(state.get("env_rngs"), tensors.get("last_obs"), needs_reset)
+                self._restart_envs(state.get("env_rngs"), tensors.get("last_obs"), needs_reset, pre_reset)
 
     def _restore_schedule_states(self, states: Any) -> None:
         """Give each schedule with ``set_state`` the state saved with it (schedules without it keep none)."""
@@ -1653,6 +1702,7 @@ class OffPolicyAlgorithm:
         env_rngs: list[dict[str, Any]] | None,
         last_obs: torch.Tensor | None,
         needs_reset: list[bool] | None = None,
+        pre_reset: list[dict[str, Any] | None] | None = None,
     ) -> None:
         """Bring a freshly made env to where the saved run's envs stood.
 
@@ -1691,6 +1741,13 @@ class OffPolicyAlgorithm:
             self._last_obs = last_obs.numpy()
             self._needs_reset = np.ones(self.n_envs, dtype=bool)
             self._pending_reset_step = True
+        elif self._sb3_dummy_env() is not None and pre_reset is not None and all(x is not None for x in pre_reset):
+            # Every env ended at the saved run's last step and was reset inside it: redo those resets from the
+            # generator states recorded before them, which leaves envs and generators where the saved run's were.
+            dummy = self._sb3_dummy_env()
+            first = [dummy.restore_reset(i, state) for i, state in enumerate(pre_reset)]
+            self._last_obs = np.asarray(np.stack(first), dtype=self.observation_space.dtype)
+            self._needs_reset = np.zeros(self.n_envs, dtype=bool)
         else:
             self._last_obs = None
 

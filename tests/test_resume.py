@@ -22,6 +22,7 @@ import rlkit_td3  # noqa: F401  (registers the Bullet ids)
 from rlkit_td3 import TD3
 from rlkit_td3.noise import NormalActionNoise, OrnsteinUhlenbeckActionNoise
 from rlkit_td3.schedules import LinearSchedule
+from rlkit_td3.vec_env import DummyVecEnv
 
 SMALL = dict(batch_size=32, policy_kwargs={"net_arch": [32, 32]}, seed=7)
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,6 +63,9 @@ ENVS = {
     "cheetah_x2_async": (
         "gym.vector.AsyncVectorEnv([lambda: gym.make('HalfCheetahBulletEnv-v0', max_episode_steps=100)] * 2)"
     ),
+    # Stable-Baselines3-style VecEnvs (same-step autoreset inside step): DummyVecEnv records what a resume needs
+    "pendulum_x2_dummy": "DummyVecEnv([lambda: gym.make('Pendulum-v1')] * 2)",
+    "cheetah_x2_dummy": "DummyVecEnv([lambda: gym.make('HalfCheetahBulletEnv-v0', max_episode_steps=100)] * 2)",
 }
 
 # The child starts at another torch thread count than the parent (1, see conftest.py): the resumed learn()
@@ -77,7 +81,7 @@ import rlkit_td3
 from rlkit_td3 import TD3
 from rlkit_td3.noise import NormalActionNoise, OrnsteinUhlenbeckActionNoise
 from rlkit_td3.schedules import LinearSchedule
-from rlkit_td3.schedules import LinearSchedule
+from rlkit_td3.vec_env import DummyVecEnv
 from tests.test_resume import CallCountingSchedule
 threads = set()
 def record_threads(locals_, globals_):
@@ -100,6 +104,7 @@ NAMESPACE = {
     "NormalActionNoise": NormalActionNoise,
     "CallCountingSchedule": CallCountingSchedule,
     "np": np,
+    "DummyVecEnv": DummyVecEnv,
 }
 
 
@@ -146,7 +151,8 @@ def _run(tmp_path, env_name: str, k: int, n: int, learning_starts: int, model_kw
         model = locals_["self"]
         if model.num_timesteps == k:
             model.save(checkpoint, include_buffer=True)
-            at_k["all_ended"] = bool(model._needs_reset.all())
+            dones = locals_["dones"]  # the step's episode ends, whatever the autoreset mode
+            at_k["all_ended"] = bool(model._needs_reset.all() or dones.all())
         return True
 
     kwargs = {**SMALL, **eval(model_kwargs, NAMESPACE)}
@@ -183,6 +189,8 @@ def _assert_same_run(straight: dict, resumed: dict) -> None:
         ("pendulum_x2_async", 802, 1000, 200),
         ("pendulum_x2_async_disabled", 800, 1000, 200),
         ("cheetah_x2_async", 402, 500, 100),
+        ("pendulum_x2_dummy", 800, 1000, 200),
+        ("cheetah_x2_dummy", 400, 500, 100),
     ],
 )
 def test_resume_at_episode_boundary_is_bitwise_exact(tmp_path, env_name, k, n, learning_starts):
