@@ -26,6 +26,9 @@ TINY = dict(learning_starts=50, batch_size=16, buffer_size=500, policy_kwargs={"
 def genuine(tmp_path_factory) -> bytes:
     path = tmp_path_factory.mktemp("genuine") / "m.zip"
     TD3("MlpPolicy", "Pendulum-v1", **TINY).learn(120).save(path, include_buffer=True)
+    # Load it once here, so that the forked children measuring memory below find every module of the load path
+    # imported (and compiled: a fresh checkout has no bytecode cache, and compiling adds megabytes to a child).
+    TD3.load(path, env=gym.make("Pendulum-v1"))
     return path.read_bytes()
 
 
@@ -236,9 +239,10 @@ def test_expensive_classes_named_by_the_file_are_not_built(tmp_path, genuine):
     def transformer(parts):
         parts["meta"]["policy"]["kwargs"]["activation_fn"] = "torch.nn.Transformer"
 
+    _, genuine_peak = _peak_of_load(_write(tmp_path, genuine, "genuine.zip"))
     outcome, peak = _peak_of_load(_write(tmp_path, _mutated(genuine, transformer)))
     assert outcome.startswith("refused") and "activation_fn" in outcome, outcome
-    assert peak < 32 * 2**20, peak
+    assert peak < max(2 * genuine_peak, 32 * 2**20), (peak, genuine_peak)  # a Transformer: ~700 MB before
 
 
 def test_a_buffer_array_header_cannot_make_loading_allocate(tmp_path, genuine):
@@ -246,9 +250,10 @@ def test_a_buffer_array_header_cannot_make_loading_allocate(tmp_path, genuine):
         rewards = parts["buffer"]["arrays"].pop("rewards")
         parts["buffer"]["raw"]["rewards.npy"] = _npy(rewards, shape=(2**33,))  # the data is 120 rows
 
+    _, genuine_peak = _peak_of_load(_write(tmp_path, genuine, "genuine.zip"))
     outcome, peak = _peak_of_load(_write(tmp_path, _mutated(genuine, lie)))
     assert outcome.startswith("refused") and "rewards.npy" in outcome, outcome
-    assert peak < 32 * 2**20, peak
+    assert peak < max(2 * genuine_peak, 32 * 2**20), (peak, genuine_peak)  # the header asks for 32 GiB
 
 
 # ---------------------------------------------------------------------------------------------------------
