@@ -1,8 +1,9 @@
 """Replay buffers. Custom buffers subclass `ReplayBuffer` and keep its constructor signature."""
 
+from rlkit_td3.buffers.dict_replay_buffer import DictReplayBuffer, DictReplayBufferSamples
 from rlkit_td3.buffers.replay_buffer import ReplayBuffer, ReplayBufferSamples
 
-BUFFER_REGISTRY: dict[str, type[ReplayBuffer]] = {"ReplayBuffer": ReplayBuffer}
+BUFFER_REGISTRY: dict[str, type[ReplayBuffer]] = {"ReplayBuffer": ReplayBuffer, "DictReplayBuffer": DictReplayBuffer}
 """Buffer classes a saved model may name; add your own with `register_buffer()`."""
 
 
@@ -13,4 +14,11 @@ def register_buffer(name: str, cls: type[ReplayBuffer]) -> None:
     BUFFER_REGISTRY[name] = cls
 
 
-__all__ = ["BUFFER_REGISTRY", "ReplayBuffer", "ReplayBufferSamples", "register_buffer"]
+__all__ = [
+    "BUFFER_REGISTRY",
+    "DictReplayBuffer",
+    "DictReplayBufferSamples",
+    "ReplayBuffer",
+    "ReplayBufferSamples",
+    "register_buffer",
+]

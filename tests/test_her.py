@@ -1,0 +1,481 @@
+"""DictReplayBuffer and HerReplayBuffer: storage, relabelling against a brute-force reference, persistence."""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+from gymnasium import spaces
+from scipy import stats
+
+from rlkit_td3 import HerReplayBuffer as TopLevelHer
+from rlkit_td3.buffers import BUFFER_REGISTRY, DictReplayBuffer
+from rlkit_td3.her import GoalSelectionStrategy, HerReplayBuffer
+from rlkit_td3.serialization import ModelFileError
+
+ACTION_SPACE = spaces.Box(-1.0, 1.0, (2,), np.float32)
+
+
+class IdGoalEnv(gym.Env):
+    """Only its ``compute_reward`` is used: a dense reward that identifies the goal pair (-sum |a - d|)."""
+
+    observation_space = spaces.Dict(
+        {
+            "observation": spaces.Box(-np.inf, np.inf, (2,), np.float32),
+            "achieved_goal": spaces.Box(-np.inf, np.inf, (3,), np.float32),
+            "desired_goal": spaces.Box(-np.inf, np.inf, (3,), np.float32),
+        }
+    )
+    action_space = ACTION_SPACE
+
+    def compute_reward(self, achieved_goal, desired_goal, info):
+        assert achieved_goal.ndim == 2 and len(info) == len(achieved_goal)
+        return -np.abs(achieved_goal - desired_goal).sum(axis=-1)
+
+
+def _obs(env: int, episode: int, t: int) -> dict[str, np.ndarray]:
+    """Observation at step ``t`` of ``episode`` of ``env``: the achieved goal names (env, episode, t)."""
+    return {
+        "observation": np.array([env, t], np.float32),
+        "achieved_goal": np.array([env, episode, t], np.float32),
+        "desired_goal": np.array([env, episode, -1], np.float32),
+    }
+
+
+def _stack(rows: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    return {key: np.stack([row[key] for row in rows]) for key in rows[0]}
+
+
+def _fill(buffer: HerReplayBuffer, n_envs: int, steps: int, seed: int, skip_prob: float = 0.0):
+    """Feed ``steps`` vector steps of random-length episodes (ended by termination or truncation; some env rows
+    missing, as in next-step autoreset). Returns the reference: for every (env, episode), its length once ended,
+    and the ring contents ``ring[env][slot] = (episode, t)``."""
+    rng = np.random.default_rng(seed)
+    episode, t = np.zeros(n_envs, int), np.zeros(n_envs, int)
+    length = rng.integers(1, 9, n_envs)
+    ended_len: dict[tuple[int, int], int] = {}
+    ring = [[None] * buffer.n_slots for _ in range(n_envs)]
+    pos = [0] * n_envs
+    for _ in range(steps):
+        envs = [e for e in range(n_envs) if rng.random() >= skip_prob]
+        if not envs:
+            continue
+        done = [t[e] + 1 >= length[e] for e in envs]
+        terminated = np.array([d and episode[e] % 2 == 0 for d, e in zip(done, envs)])
+        truncated = np.array([d and episode[e] % 2 == 1 for d, e in zip(done, envs)])
+        buffer.add(
+            _stack([_obs(e, episode[e], t[e]) for e in envs]),
+            _stack([_obs(e, episode[e], t[e] + 1) for e in envs]),
+            rng.uniform(-1, 1, (len(envs), 2)).astype(np.float32),
+            np.array([10.0 * e + t[e] for e in envs], np.float32),
+            terminated,
+            truncated,
+            env_indices=np.array(envs) if len(envs) < n_envs else None,
+        )
+        for e, d in zip(envs, done):
+            ring[e][pos[e]] = (int(episode[e]), int(t[e]))
+            pos[e] = (pos[e] + 1) % buffer.n_slots
+            t[e] += 1
+            if d:
+                ended_len[(e, int(episode[e]))] = int(t[e])
+                episode[e] += 1
+                t[e] = 0
+                length[e] = rng.integers(1, 9)
+    return ended_len, ring
+
+
+def _sampleable(ended_len, ring) -> set[tuple[int, int, int]]:
+    """Brute force: the transitions of episodes that ended and still have every step in the buffer."""
+    present = {(e, ep, t) for e, slots in enumerate(ring) for item in slots if item is not None for ep, t in [item]}
+    return {
+        (e, ep, t) for (e, ep), n in ended_len.items() if all((e, ep, s) in present for s in range(n)) for t in range(n)
+    }
+
+
+def _decode(batch):
+    obs = {k: v.numpy() for k, v in batch.observations.items()}
+    next_obs = {k: v.numpy() for k, v in batch.next_observations.items()}
+    ident = obs["achieved_goal"].astype(int)  # (env, episode, t)
+    return obs, next_obs, ident
+
+
+# ---------------------------------------------------------------------------------------------- DictReplayBuffer
+def _dict_space():
+    return spaces.Dict(
+        {
+            "image": spaces.Box(0, 255, (3, 4, 4), np.uint8),
+            "vector": spaces.Box(-1.0, 1.0, (5,), np.float64),
+        }
+    )
+
+
+def _dict_rows(rng, k, space):
+    return {
+        "image": rng.integers(0, 256, (k, *space["image"].shape), dtype=np.uint8),
+        "vector": rng.uniform(-1, 1, (k, 5)),
+    }
+
+
+def _fill_dict(buffer, steps, seed):
+    rng = np.random.default_rng(seed)
+    space = buffer.observation_space
+    for _ in range(steps):
+        k = buffer.n_envs
+        buffer.add(
+            _dict_rows(rng, k, space),
+            _dict_rows(rng, k, space),
+            rng.uniform(-1, 1, (k, 2)),
+            rng.normal(size=k),
+            rng.random(k) < 0.1,
+            rng.random(k) < 0.1,
+        )
+
+
+def test_dict_buffer_stores_each_key_with_its_dtype_and_samples_dicts():
+    buffer = DictReplayBuffer(10, _dict_space(), ACTION_SPACE, n_envs=2, seed=0)
+    assert buffer.observations["image"].dtype == np.uint8 and buffer.observations["image"].shape == (10, 3, 4, 4)
+    assert buffer.observations["vector"].dtype == np.float32
+    rng = np.random.default_rng(1)
+    obs, next_obs = _dict_rows(rng, 2, _dict_space()), _dict_rows(rng, 2, _dict_space())
+    buffer.add(obs, next_obs, np.zeros((2, 2)), np.array([1.0, 2.0]), np.array([True, False]), np.array([False, True]))
+    assert buffer.size() == 2
+    batch = buffer.sample(64)
+    assert batch.observations["image"].dtype == torch.uint8 and batch.observations["image"].shape == (64, 3, 4, 4)
+    assert batch.next_observations["vector"].dtype == torch.float32
+    for i in range(64):
+        row = int(batch.rewards[i]) - 1
+        assert np.array_equal(batch.observations["image"][i].numpy(), obs["image"][row])
+        assert np.array_equal(batch.next_observations["image"][i].numpy(), next_obs["image"][row])
+        assert bool(batch.terminated[i]) == (row == 0) and bool(batch.truncated[i]) == (row == 1)
+    _fill_dict(buffer, 7, seed=2)  # 2 + 14 rows into 10: wraps
+    assert buffer.size() == 10 and buffer.full and buffer.pos == 6
+
+
+def test_dict_buffer_refuses_bad_spaces_and_layouts():
+    with pytest.raises(TypeError, match="observation_space must be a gymnasium.spaces.Dict"):
+        DictReplayBuffer(10, spaces.Box(-1, 1, (3,)), ACTION_SPACE)
+    with pytest.raises(TypeError, match=r"observation_space\['d'\] must be a gymnasium.spaces.Box"):
+        DictReplayBuffer(10, spaces.Dict({"d": spaces.Discrete(3)}), ACTION_SPACE)
+    with pytest.raises(ValueError, match="optimize_memory_usage=True is not available with Dict observations"):
+        DictReplayBuffer(10, _dict_space(), ACTION_SPACE, optimize_memory_usage=True)
+    buffer = DictReplayBuffer(10, _dict_space(), ACTION_SPACE)
+    with pytest.raises(ValueError, match=r"obs must be a dict with keys \['image', 'vector'\]"):
+        buffer.add({"image": np.zeros((1, 3, 4, 4))}, {}, np.zeros((1, 2)), [0.0], [False], [False])
+    with pytest.raises(ValueError, match="empty"):
+        buffer.sample(4)
+
+
+def test_dict_buffer_save_load_round_trip_resumes_sampling(tmp_path):
+    buffer = DictReplayBuffer(12, _dict_space(), ACTION_SPACE, n_envs=2, seed=3)
+    _fill_dict(buffer, 9, seed=4)
+    buffer.sample(5)
+    path = tmp_path / "dict_buffer.npz"
+    buffer.save(path)
+    with zipfile.ZipFile(path) as archive:  # no pickle: only .npy members, per key by position
+        assert "observations.0.npy" in archive.namelist() and "next_observations.1.npy" in archive.namelist()
+        for name in archive.namelist():
+            np.load(io.BytesIO(archive.read(name)), allow_pickle=False)
+    restored = DictReplayBuffer(12, _dict_space(), ACTION_SPACE, n_envs=2)
+    restored.load(path)
+    assert (restored.pos, restored.full, restored.size()) == (buffer.pos, buffer.full, buffer.size())
+    a, b = buffer.sample(32), restored.sample(32)
+    for key in ("image", "vector"):
+        assert torch.equal(a.observations[key], b.observations[key])
+        assert torch.equal(a.next_observations[key], b.next_observations[key])
+    assert torch.equal(a.actions, b.actions) and torch.equal(a.rewards, b.rewards)
+
+
+def _rewrite(data: bytes, change) -> bytes:
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        members = {name[:-4]: np.load(io.BytesIO(archive.read(name))) for name in archive.namelist()}
+    meta = json.loads(members["meta"].tobytes())
+    change(meta, members)
+    members["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+    out = io.BytesIO()
+    np.savez(out, **members)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda m, a: m.update(obs_shape=dict(reversed(list(m["obs_shape"].items())))), "obs shape"),
+        (lambda m, a: m["obs_dtype"].update(image="<f4"), "observation dtypes"),
+        (lambda m, a: a.update({"observations.0": a["observations.0"].astype(np.float32)}), "observations.0.npy"),
+        (lambda m, a: a.update(extra=np.zeros(3)), "unexpected entries"),
+        (lambda m, a: a["observations.1"].__setitem__((0, 0), np.nan), "non-finite"),
+        (lambda m, a: m.update(pos=3), "inconsistent"),
+    ],
+)
+def test_dict_buffer_load_refuses_malformed_files(change, message):
+    buffer = DictReplayBuffer(12, _dict_space(), ACTION_SPACE, n_envs=2, seed=3)
+    _fill_dict(buffer, 4, seed=4)
+    target = DictReplayBuffer(12, _dict_space(), ACTION_SPACE, n_envs=2, seed=3)
+    before = target.to_bytes()
+    with pytest.raises(ModelFileError, match=message):
+        target.load(io.BytesIO(_rewrite(buffer.to_bytes(), change)))
+    assert target.to_bytes() == before  # nothing changed
+
+
+# ---------------------------------------------------------------------------------------------- HER sampling
+def test_her_is_exported_and_registered():
+    assert TopLevelHer is HerReplayBuffer and BUFFER_REGISTRY["HerReplayBuffer"] is HerReplayBuffer
+    space = IdGoalEnv.observation_space
+    buffer = HerReplayBuffer(20, space, ACTION_SPACE, IdGoalEnv(), goal_selection_strategy="FINAL")
+    assert buffer.goal_selection_strategy is GoalSelectionStrategy.FINAL and buffer.her_ratio == 0.8
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        (dict(goal_selection_strategy="later"), ValueError, "goal_selection_strategy must be one of"),
+        (dict(n_sampled_goal=-1), ValueError, "n_sampled_goal must be a non-negative int"),
+        (dict(copy_info_dict=1), TypeError, "copy_info_dict must be a bool"),
+        (dict(optimize_memory_usage=True), ValueError, "optimize_memory_usage=True is not available"),
+    ],
+)
+def test_her_refuses_bad_settings(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        HerReplayBuffer(20, IdGoalEnv.observation_space, ACTION_SPACE, IdGoalEnv(), **kwargs)
+
+
+def test_her_needs_goal_keys_of_one_shape():
+    space = spaces.Dict({"observation": spaces.Box(-1, 1, (2,)), "desired_goal": spaces.Box(-1, 1, (2,))})
+    with pytest.raises(ValueError, match="must have a 'achieved_goal' entry"):
+        HerReplayBuffer(20, space, ACTION_SPACE)
+    space = spaces.Dict({"achieved_goal": spaces.Box(-1, 1, (2,)), "desired_goal": spaces.Box(-1, 1, (3,))})
+    with pytest.raises(ValueError, match="must have the same shape"):
+        HerReplayBuffer(20, space, ACTION_SPACE)
+
+
+@pytest.mark.parametrize("n_envs", [1, 3])
+@pytest.mark.parametrize("strategy", ["future", "final", "episode"])
+def test_her_relabelling_matches_brute_force_reference(n_envs, strategy):
+    buffer_size = 60  # small: the rings wrap several times, overwriting episodes part-way
+    buffer = HerReplayBuffer(
+        buffer_size,
+        IdGoalEnv.observation_space,
+        ACTION_SPACE,
+        IdGoalEnv(),
+        n_envs=n_envs,
+        seed=5,
+        goal_selection_strategy=strategy,
+    )
+    ended_len, ring = _fill(buffer, n_envs, steps=137, seed=6, skip_prob=0.2 if n_envs > 1 else 0.0)
+    expected = _sampleable(ended_len, ring)
+    assert buffer.n_sampleable() == len(expected)
+    batch = buffer.sample(4000)
+    obs, next_obs, ident = _decode(batch)
+    seen = {tuple(row) for row in ident.tolist()}
+    assert seen == expected  # every sampleable transition, and nothing else (no overwritten or running episode)
+    assert np.array_equal(next_obs["achieved_goal"][:, 2], obs["achieved_goal"][:, 2] + 1)
+    goal = obs["desired_goal"].astype(int)
+    relabelled = goal[:, 2] >= 0
+    assert np.array_equal(goal, next_obs["desired_goal"].astype(int))  # s and s' carry the same goal
+    # Real transitions keep their goal and reward.
+    real = ~relabelled
+    assert np.array_equal(goal[real], np.c_[ident[real, :2], -np.ones(real.sum(), int)])
+    assert np.array_equal(batch.rewards.numpy()[real], 10.0 * ident[real, 0] + ident[real, 2])
+    # Relabelled: the goal is an achieved goal (the next observation's) of the same env and episode.
+    assert np.array_equal(goal[relabelled, :2], ident[relabelled, :2])
+    step = goal[relabelled, 2] - 1  # the transition whose next achieved goal became the goal
+    length = np.array([ended_len[(e, ep)] for e, ep, _ in ident[relabelled]])
+    t = ident[relabelled, 2]
+    assert np.all((step >= 0) & (step < length))
+    if strategy == "future":
+        assert np.all(step >= t) and np.any(step == t) and np.any(step > t)
+    elif strategy == "final":
+        assert np.array_equal(step, length - 1)
+    else:
+        assert np.any(step < t)
+    expected_rewards = -np.abs(next_obs["achieved_goal"][relabelled] - obs["desired_goal"][relabelled]).sum(-1)
+    assert np.array_equal(batch.rewards.numpy()[relabelled], expected_rewards.astype(np.float32))
+    # Terminated and truncated stay apart and follow the transition.
+    ends = ident[:, 2] + 1 == np.array([ended_len[(e, ep)] for e, ep, _ in ident])
+    terminated, truncated = batch.terminated.numpy() > 0, batch.truncated.numpy() > 0
+    assert np.array_equal(terminated | truncated, ends)
+    assert np.array_equal(terminated, ends & (ident[:, 1] % 2 == 0))
+
+
+@pytest.mark.parametrize("n_sampled_goal", [0, 1, 4])
+def test_her_ratio_chi_square(n_sampled_goal):
+    buffer = HerReplayBuffer(
+        200, IdGoalEnv.observation_space, ACTION_SPACE, IdGoalEnv(), seed=7, n_sampled_goal=n_sampled_goal
+    )
+    _fill(buffer, 1, steps=150, seed=8)
+    n = 20000
+    relabelled = int((buffer.sample(n).observations["desired_goal"][:, 2] >= 0).sum())
+    ratio = 1 - 1 / (n_sampled_goal + 1)
+    if n_sampled_goal == 0:
+        assert relabelled == 0
+        return
+    chi2 = stats.chisquare([relabelled, n - relabelled], [n * ratio, n * (1 - ratio)])
+    assert chi2.pvalue > 0.01, (relabelled, n * ratio)
+
+
+def test_her_future_goal_is_uniform_over_the_rest_of_the_episode():
+    buffer = HerReplayBuffer(100, IdGoalEnv.observation_space, ACTION_SPACE, IdGoalEnv(), seed=9, n_sampled_goal=10**6)
+    obs = _stack([_obs(0, 0, t) for t in range(6)])
+    next_obs = _stack([_obs(0, 0, t + 1) for t in range(6)])
+    for t in range(6):
+        one = {k: v[t : t + 1] for k, v in obs.items()}
+        nxt = {k: v[t : t + 1] for k, v in next_obs.items()}
+        buffer.add(one, nxt, np.zeros((1, 2)), [0.0], [False], [t == 5])
+    _, _, ident = _decode(batch := buffer.sample(30000))
+    steps = batch.observations["desired_goal"][:, 2].numpy().astype(int) - 1
+    at_two = steps[ident[:, 2] == 2]
+    counts = np.bincount(at_two, minlength=6)[2:]  # steps 2..5, each 1/4
+    assert stats.chisquare(counts).pvalue > 0.01, counts
+
+
+def test_her_running_episode_is_not_sampled_until_it_ends():
+    buffer = HerReplayBuffer(50, IdGoalEnv.observation_space, ACTION_SPACE, IdGoalEnv(), seed=0)
+    for t in range(3):
+        buffer.add(_stack([_obs(0, 0, t)]), _stack([_obs(0, 0, t + 1)]), np.zeros((1, 2)), [0.0], [False], [False])
+    assert buffer.size() == 3 and buffer.n_sampleable() == 0
+    with pytest.raises(ValueError, match="cannot sample before the first episode has ended"):
+        buffer.sample(4)
+    buffer.add(_stack([_obs(0, 0, 3)]), _stack([_obs(0, 0, 4)]), np.zeros((1, 2)), [0.0], [False], [True])
+    assert buffer.n_sampleable() == 4
+
+
+def test_her_closes_an_episode_the_env_left_without_ending_it():
+    buffer = HerReplayBuffer(50, IdGoalEnv.observation_space, ACTION_SPACE, IdGoalEnv(), seed=0)
+    for t in range(3):
+        buffer.add(_stack([_obs(0, 0, t)]), _stack([_obs(0, 0, t + 1)]), np.zeros((1, 2)), [0.0], [False], [False])
+    # A new episode starts (the env was reset by a new learn()): the old one is closed where it stopped.
+    buffer.add(_stack([_obs(0, 1, 0)]), _stack([_obs(0, 1, 1)]), np.zeros((1, 2)), [0.0], [False], [False])
+    assert buffer.n_sampleable() == 3
+    _, _, ident = _decode(buffer.sample(200))
+    assert set(ident[:, 1].tolist()) == {0}
+    buffer.truncate_last_trajectory()
+    assert buffer.n_sampleable() == 4
+
+
+def test_her_episode_longer_than_the_ring_keeps_its_latest_steps():
+    buffer = HerReplayBuffer(4, IdGoalEnv.observation_space, ACTION_SPACE, IdGoalEnv(), seed=0, n_sampled_goal=10**6)
+    for t in range(7):
+        buffer.add(_stack([_obs(0, 0, t)]), _stack([_obs(0, 0, t + 1)]), np.zeros((1, 2)), [0.0], [False], [t == 6])
+    batch = buffer.sample(500)
+    _, _, ident = _decode(batch)
+    assert set(ident[:, 2].tolist()) == {3, 4, 5, 6}
+    steps = batch.observations["desired_goal"][:, 2].numpy().astype(int) - 1
+    assert np.all((steps >= ident[:, 2]) & (steps <= 6))
+
+
+def test_her_copy_info_dict_passes_the_transitions_infos():
+    seen = []
+
+    class InfoEnv(IdGoalEnv):
+        def compute_reward(self, achieved_goal, desired_goal, info):
+            seen.append([dict(i) for i in info])
+            return np.array([i["bonus"] for i in info], np.float32)
+
+    buffer = HerReplayBuffer(
+        20, IdGoalEnv.observation_space, ACTION_SPACE, InfoEnv(), seed=0, copy_info_dict=True, n_sampled_goal=10**6
+    )
+    for t in range(3):
+        buffer.add(
+            _stack([_obs(0, 0, t)]),
+            _stack([_obs(0, 0, t + 1)]),
+            np.zeros((1, 2)),
+            [0.0],
+            [False],
+            [t == 2],
+            infos=[{"bonus": 100.0 + t}],
+        )
+    batch = buffer.sample(50)
+    assert np.array_equal(batch.rewards.numpy(), 100.0 + batch.observations["achieved_goal"][:, 2].numpy())
+    seen[-1][0]["bonus"] = -1.0  # compute_reward got copies
+    assert buffer.infos[0]["bonus"] == 100.0
+    with pytest.raises(ValueError, match="infos must be a list of 1 dicts"):
+        buffer.add(_stack([_obs(0, 1, 0)]), _stack([_obs(0, 1, 1)]), np.zeros((1, 2)), [0.0], [False], [False])
+
+
+def test_her_without_env_says_how_to_give_one():
+    buffer = HerReplayBuffer(20, IdGoalEnv.observation_space, ACTION_SPACE, seed=0)
+    _fill(buffer, 1, steps=20, seed=1)
+    with pytest.raises(ValueError, match="pass env= or call set_env"):
+        buffer.sample(64)
+    buffer.set_env(IdGoalEnv())
+    assert buffer.sample(64).rewards.shape == (64,)
+    with pytest.raises(ValueError, match="already has an env"):
+        buffer.set_env(IdGoalEnv())
+
+
+def test_her_reward_from_a_vector_env_and_an_sb3_vec_env():
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from rlkit_td3.her.her_replay_buffer import _reward_function
+
+    achieved, desired = np.zeros((4, 3), np.float32), np.ones((4, 3), np.float32)
+    expected = np.full(4, -3.0)
+    for env in (
+        IdGoalEnv(),
+        gym.vector.SyncVectorEnv([IdGoalEnv, IdGoalEnv]),
+        DummyVecEnv([IdGoalEnv]),
+    ):
+        assert np.array_equal(_reward_function(env)(achieved, desired, [{}] * 4), expected)
+    with pytest.raises(TypeError, match="env must be a gymnasium env"):
+        _reward_function(object())
+
+
+# ---------------------------------------------------------------------------------------------- HER persistence
+@pytest.mark.parametrize("n_envs", [1, 3])
+def test_her_save_load_round_trip_resumes_exactly(tmp_path, n_envs):
+    def make():
+        return HerReplayBuffer(
+            45, IdGoalEnv.observation_space, ACTION_SPACE, IdGoalEnv(), n_envs=n_envs, seed=11, copy_info_dict=True
+        )
+
+    buffer = make()
+    rng = np.random.default_rng(12)
+    for step in range(70):  # wraps; leaves episodes running
+        k = n_envs
+        obs = _stack([_obs(e, step // 4, step % 4) for e in range(k)])
+        nxt = _stack([_obs(e, step // 4, step % 4 + 1) for e in range(k)])
+        end = np.full(k, step % 4 == 3)
+        buffer.add(obs, nxt, rng.uniform(-1, 1, (k, 2)), np.zeros(k), end, ~end & False, infos=[{"s": step}] * k)
+    buffer.sample(10)
+    path = tmp_path / "her.npz"
+    buffer.save(path)
+    restored = make()
+    restored.load(path)
+    for name in ("ep_start", "ep_length", "_env_pos", "_env_full", "_current_ep_start", "_current_ep_length"):
+        assert np.array_equal(getattr(restored, name), getattr(buffer, name)), name
+    for b in (buffer, restored):  # both go on alike: add, close episodes, wrap, sample
+        for step in range(70, 75):
+            obs = _stack([_obs(e, step // 4, step % 4) for e in range(n_envs)])
+            nxt = _stack([_obs(e, step // 4, step % 4 + 1) for e in range(n_envs)])
+            end = np.full(n_envs, step % 4 == 3)
+            b.add(obs, nxt, np.zeros((n_envs, 2)), np.zeros(n_envs), end, end & False, infos=[{"s": step}] * n_envs)
+    a, b = buffer.sample(256), restored.sample(256)
+    for key in a.observations:
+        assert torch.equal(a.observations[key], b.observations[key])
+    assert torch.equal(a.rewards, b.rewards) and torch.equal(a.actions, b.actions)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda m, a: a["ep_length"].__setitem__(0, 40), "ep_start must be in"),
+        (lambda m, a: a["ep_length"].__setitem__(slice(0, 2), 3), "start and end with rows of the same episode"),
+        (lambda m, a: a["ep_start"].__setitem__(1, 2), "cover their own rows"),
+        (lambda m, a: m.update(current_ep_length=[m["current_ep_length"][0] + 1]), "ring 0 is inconsistent"),
+        (lambda m, a: m.update(n_slots=20), "rings of 20 rows"),
+        (lambda m, a: m.update(size=3), "disagree with its rings"),
+    ],
+)
+def test_her_load_refuses_inconsistent_episodes(change, message):
+    buffer = HerReplayBuffer(30, IdGoalEnv.observation_space, ACTION_SPACE, IdGoalEnv(), seed=0)
+    _fill(buffer, 1, steps=25, seed=3)
+    target = HerReplayBuffer(30, IdGoalEnv.observation_space, ACTION_SPACE, IdGoalEnv(), seed=0)
+    before = target.to_bytes()
+    with pytest.raises(ModelFileError, match=message):
+        target.load(io.BytesIO(_rewrite(buffer.to_bytes(), change)))
+    assert target.to_bytes() == before
