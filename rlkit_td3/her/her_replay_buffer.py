@@ -417,6 +417,21 @@ class HerReplayBuffer(DictReplayBuffer):
         )
 
 
+def per_env_infos(infos: dict[str, Any], n_envs: int) -> list[dict[str, Any]]:
+    """A gymnasium vector env's ``infos`` (``{key: array}`` with ``"_key"`` masks) as one dict per env, as
+    ``compute_reward`` receives them with ``copy_info_dict=True``."""
+    per_env: list[dict[str, Any]] = [{} for _ in range(n_envs)]
+    for key, values in infos.items():
+        if key.startswith("_"):
+            continue
+        present = infos.get(f"_{key}")
+        nested = per_env_infos(values, n_envs) if isinstance(values, dict) else None
+        for i in range(n_envs):
+            if present is None or present[i]:
+                per_env[i][key] = nested[i] if nested is not None else values[i]
+    return per_env
+
+
 def _strategy(value: Any) -> GoalSelectionStrategy:
     return goal_selection_strategy(value)
 
