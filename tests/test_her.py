@@ -12,10 +12,15 @@ import pytest
 import torch
 from gymnasium import spaces
 from scipy import stats
+from torch import nn
 
+from rlkit_td3 import TD3
 from rlkit_td3 import HerReplayBuffer as TopLevelHer
 from rlkit_td3.buffers import BUFFER_REGISTRY, DictReplayBuffer
+from rlkit_td3.evaluation import evaluate_policy
 from rlkit_td3.her import GoalSelectionStrategy, HerReplayBuffer
+from rlkit_td3.off_policy import NonFiniteError
+from rlkit_td3.policies import TD3Policy
 from rlkit_td3.serialization import ModelFileError
 
 ACTION_SPACE = spaces.Box(-1.0, 1.0, (2,), np.float32)
@@ -479,3 +484,200 @@ def test_her_load_refuses_inconsistent_episodes(change, message):
     with pytest.raises(ModelFileError, match=message):
         target.load(io.BytesIO(_rewrite(buffer.to_bytes(), change)))
     assert target.to_bytes() == before
+
+
+# ---------------------------------------------------------------------------------------------- through the loop
+class BitFlippingEnv(gym.Env):
+    """``n_bits`` bits to turn into a goal pattern; a Box action flips the bits whose component is positive.
+    Sparse reward: 0 when the bits equal the goal (which terminates), else -1. Episodes are cut at n steps."""
+
+    metadata: dict = {"render_modes": []}
+
+    def __init__(self, n_bits: int = 10):
+        box = spaces.Box(0.0, 1.0, (n_bits,), np.float32)
+        self.observation_space = spaces.Dict({"observation": box, "achieved_goal": box, "desired_goal": box})
+        self.action_space = spaces.Box(-1.0, 1.0, (n_bits,), np.float32)
+        self.n_bits = n_bits
+
+    def _obs(self):
+        return {"observation": self.state.copy(), "achieved_goal": self.state.copy(), "desired_goal": self.goal.copy()}
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.state = self.np_random.integers(0, 2, self.n_bits).astype(np.float32)
+        self.goal = self.np_random.integers(0, 2, self.n_bits).astype(np.float32)
+        return self._obs(), {}
+
+    def step(self, action):
+        flip = np.asarray(action) > 0
+        self.state[flip] = 1.0 - self.state[flip]
+        success = bool(np.array_equal(self.state, self.goal))
+        return self._obs(), 0.0 if success else -1.0, success, False, {"is_success": success}
+
+    def compute_reward(self, achieved_goal, desired_goal, info):
+        return -np.any(achieved_goal != desired_goal, axis=-1).astype(np.float32)
+
+
+def make_bit_flipping(n_bits: int = 10) -> gym.Env:
+    return gym.wrappers.TimeLimit(BitFlippingEnv(n_bits), max_episode_steps=n_bits)
+
+
+class CounterGoalEnv(gym.Env):
+    """Goal env whose observations name the episode and step: achieved goal ``[episode, t, 0]``, desired goal
+    ``[episode, -1, 0]``; ends by termination at ``terminate_at`` steps or by its TimeLimit."""
+
+    metadata: dict = {"render_modes": []}
+    observation_space = IdGoalEnv.observation_space
+    action_space = ACTION_SPACE
+
+    def __init__(self, terminate_at: int = 1000, offset: int = 0):
+        self.terminate_at, self.episode, self.t = terminate_at, offset - 1, 0
+
+    def _obs(self):
+        return {
+            "observation": np.array([self.episode, self.t], np.float32),
+            "achieved_goal": np.array([self.episode, self.t, 0], np.float32),
+            "desired_goal": np.array([self.episode, -1, 0], np.float32),
+        }
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.episode, self.t = self.episode + 1, 0
+        return self._obs(), {}
+
+    def step(self, action):
+        self.t += 1
+        return self._obs(), float(self.t), self.t >= self.terminate_at, False, {"step": self.t}
+
+    def compute_reward(self, achieved_goal, desired_goal, info):
+        return -np.abs(achieved_goal - desired_goal).sum(axis=-1)
+
+
+class _ConcatKeys(nn.Module):
+    """Feeds a flat-input module the Dict observation's keys side by side."""
+
+    def __init__(self, inner: nn.Module, keys: list[str]):
+        super().__init__()
+        self.inner, self.keys = inner, keys
+
+    def _flat(self, obs):
+        return torch.cat([obs[k].reshape(len(obs[k]), -1).float() for k in self.keys], dim=1)
+
+    def forward(self, obs, *args):
+        return self.inner(self._flat(obs), *args)
+
+    def q1_forward(self, obs, action):
+        return self.inner.q1_forward(self._flat(obs), action)
+
+
+class ConcatDictPolicy(TD3Policy):
+    """Stand-in for MultiInputPolicy in these tests: an MlpPolicy on the Dict observation's keys side by side."""
+
+    def __init__(self, observation_space, action_space, **kwargs):
+        dim = sum(int(np.prod(sub.shape)) for sub in observation_space.spaces.values())
+        super().__init__(spaces.Box(-np.inf, np.inf, (dim,), np.float32), action_space, **kwargs)
+        self.observation_space = observation_space
+        for name in ("actor", "actor_target", "critic", "critic_target"):
+            setattr(self, name, _ConcatKeys(getattr(self, name), list(observation_space.spaces)))
+
+    @torch.no_grad()
+    def actor_numpy(self, obs):
+        return self.actor({k: torch.as_tensor(v, dtype=torch.float32) for k, v in obs.items()}).numpy()
+
+
+def _counter_vec_env(n_envs, terminate_at, max_steps, mode=gym.vector.AutoresetMode.NEXT_STEP):
+    def make(i):
+        return lambda: gym.wrappers.TimeLimit(CounterGoalEnv(terminate_at, offset=100 * i), max_steps)
+
+    return gym.vector.SyncVectorEnv([make(i) for i in range(n_envs)], autoreset_mode=mode)
+
+
+@pytest.mark.parametrize("mode", [gym.vector.AutoresetMode.NEXT_STEP, gym.vector.AutoresetMode.SAME_STEP])
+def test_dict_env_trains_with_a_dict_buffer_by_default(mode):
+    model = TD3(ConcatDictPolicy, _counter_vec_env(2, 4, 6, mode), learning_starts=10, batch_size=8, seed=0)
+    assert type(model.replay_buffer) is DictReplayBuffer
+    model.learn(40)
+    buffer = model.replay_buffer
+    n = buffer.size()
+    ag, next_ag = buffer.observations["achieved_goal"][:n], buffer.next_observations["achieved_goal"][:n]
+    # Every stored transition goes one step on within one episode: the final observations of ended episodes
+    # (infos["final_obs"] under same-step autoreset) and no reset row (next-step autoreset).
+    assert np.array_equal(next_ag[:, 0], ag[:, 0]) and np.array_equal(next_ag[:, 1], ag[:, 1] + 1)
+    assert np.array_equal(buffer.terminated[:n], next_ag[:, 1] == 4)
+    assert buffer.terminated[:n].any()
+
+
+def test_her_through_the_loop_with_three_envs_keeps_episodes_apart():
+    env = _counter_vec_env(3, terminate_at=5, max_steps=3)  # every episode is cut by the time limit
+    model = TD3(
+        ConcatDictPolicy,
+        env,
+        replay_buffer_class=HerReplayBuffer,
+        replay_buffer_kwargs=dict(n_sampled_goal=4, goal_selection_strategy="episode", copy_info_dict=True),
+        buffer_size=30,  # rings of 10 rows: they wrap
+        learning_starts=6,
+        batch_size=16,
+        seed=1,
+    )
+    buffer = model.replay_buffer
+    assert isinstance(buffer, HerReplayBuffer) and buffer.env is model._venv
+    model.learn(60)
+    assert buffer.truncated[buffer.ep_length > 0].any() and not buffer.terminated.any()
+    assert buffer.infos[0] == {"step": int(buffer.next_observations["achieved_goal"][0, 1])}  # copied infos
+    batch = buffer.sample(500)
+    obs, next_obs, ident = _decode(batch)
+    goal = obs["desired_goal"].astype(int)
+    relabelled = goal[:, 1] >= 0
+    assert 0.7 < relabelled.mean() < 0.9
+    assert np.array_equal(goal[:, 0], ident[:, 0])  # same env (episode ids are 100 apart) and same episode
+    assert np.all(goal[relabelled, 1] <= 3)
+    assert np.array_equal(
+        batch.rewards.numpy()[relabelled], -np.abs(next_obs["achieved_goal"] - goal)[relabelled].sum(1)
+    )
+
+
+def test_predict_and_evaluate_policy_on_dict_observations():
+    model = TD3(ConcatDictPolicy, make_bit_flipping(4), seed=0)
+    env = make_bit_flipping(4)
+    obs, _ = env.reset(seed=0)
+    action, _ = model.predict(obs)
+    assert action.shape == (4,)
+    batch = {key: np.stack([value, value, value]) for key, value in obs.items()}
+    actions, _ = model.predict(batch)
+    assert actions.shape == (3, 4) and np.allclose(actions[1], action, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match=r"observation has keys \['observation'\]"):
+        model.predict({"observation": obs["observation"]})
+    with pytest.raises(ValueError, match=r"observation\['desired_goal'\] has shape \(5,\)"):
+        model.predict({**obs, "desired_goal": np.zeros(5)})
+    with pytest.raises(ValueError, match="keys disagree"):
+        model.predict({**batch, "desired_goal": obs["desired_goal"]})
+    with pytest.raises(TypeError, match="is an \\(obs, info\\) tuple"):
+        model.predict(env.reset())
+    mean, _ = evaluate_policy(model, make_bit_flipping(4), n_eval_episodes=3)
+    assert -4.0 <= mean <= 0.0
+
+
+def test_dict_env_checks_name_the_key():
+    class BadKey(CounterGoalEnv):
+        def step(self, action):
+            obs, *rest = super().step(action)
+            obs["achieved_goal"] = np.zeros(2, np.float32)
+            return (obs, *rest)
+
+    model = TD3(ConcatDictPolicy, gym.wrappers.TimeLimit(BadKey(), 5), learning_starts=50, seed=0)
+    with pytest.raises(ValueError, match=r"returned observation\['achieved_goal'\] of shape \(2,\).*observation_space"):
+        model.learn(3)
+
+    class NaNGoal(CounterGoalEnv):
+        def step(self, action):
+            obs, *rest = super().step(action)
+            obs["desired_goal"][0] = np.nan
+            return (obs, *rest)
+
+    model = TD3(ConcatDictPolicy, gym.wrappers.TimeLimit(NaNGoal(), 5), learning_starts=50, seed=0)
+    with pytest.raises(NonFiniteError, match=r"env 0 .*observation \{.*'desired_goal': '\[nan -1.  0.\]'"):
+        model.learn(3)
+    env = CounterGoalEnv()
+    env.observation_space = spaces.Dict({"a": spaces.Discrete(3)})
+    with pytest.raises(TypeError, match=r"^CounterGoalEnv: observation_space\['a'\] must be a gymnasium.spaces.Box"):
+        TD3(ConcatDictPolicy, env)
