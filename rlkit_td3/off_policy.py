@@ -1058,7 +1058,9 @@ class OffPolicyAlgorithm:
         bad_final = np.zeros(n, dtype=bool)
         if infos is not None and dones is not None and self._autoreset_mode == AutoresetMode.SAME_STEP:
             for j in np.flatnonzero(dones & rows):
-                bad_final[j] = not _fits_float32([infos["final_obs"][j]])[0]
+                final = infos["final_obs"][j]
+                one = {k: np.asarray(v)[None] for k, v in final.items()} if isinstance(final, dict) else [final]
+                bad_final[j] = not _fits_float32(one)[0]
         i = int(np.flatnonzero(bad_obs | bad_reward | bad_final)[0])
         if bad_obs[i]:
             row = obs_rows(obs, i)

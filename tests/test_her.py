@@ -681,3 +681,20 @@ def test_dict_env_checks_name_the_key():
     env.observation_space = spaces.Dict({"a": spaces.Discrete(3)})
     with pytest.raises(TypeError, match=r"^CounterGoalEnv: observation_space\['a'\] must be a gymnasium.spaces.Box"):
         TD3(ConcatDictPolicy, env)
+
+
+def test_non_finite_final_dict_observation_is_refused():
+    class NaNFinal(CounterGoalEnv):
+        def step(self, action):
+            obs, reward, terminated, truncated, info = super().step(action)
+            if terminated:
+                obs["observation"][1] = np.nan
+            return obs, reward, terminated, truncated, info
+
+    env = gym.vector.SyncVectorEnv(
+        [lambda: NaNFinal(terminate_at=2)], autoreset_mode=gym.vector.AutoresetMode.SAME_STEP
+    )
+    model = TD3(ConcatDictPolicy, env, learning_starts=50, seed=0)
+    with pytest.raises(NonFiniteError, match=r"env 0 .*final observation .*infos\['final_obs'\]"):
+        model.learn(5)
+    assert model.replay_buffer.size() == 1  # the step before, not the bad one
