@@ -698,3 +698,45 @@ def test_non_finite_final_dict_observation_is_refused():
     with pytest.raises(NonFiniteError, match=r"env 0 .*final observation .*infos\['final_obs'\]"):
         model.learn(5)
     assert model.replay_buffer.size() == 1  # the step before, not the bad one
+
+
+def _bit_flipping_successes(model, n_bits: int = 10, episodes: int = 50) -> float:
+    # An episode succeeds iff it ends before its time limit: its return is then above -n_bits.
+    returns, _ = evaluate_policy(
+        model, make_bit_flipping(n_bits), n_eval_episodes=episodes, return_episode_rewards=True, seed=1000
+    )
+    return float(np.mean(np.asarray(returns) > -n_bits))
+
+
+@pytest.mark.slow
+def test_td3_her_solves_bit_flipping_where_td3_alone_does_not():
+    def train(her: bool) -> float:
+        kwargs = {}
+        if her:
+            kwargs = dict(
+                replay_buffer_class=HerReplayBuffer,
+                replay_buffer_kwargs=dict(n_sampled_goal=4, goal_selection_strategy="future"),
+            )
+        model = TD3(
+            ConcatDictPolicy,
+            make_bit_flipping(10),
+            learning_starts=200,
+            batch_size=256,
+            gamma=0.8,
+            learning_rate=3e-3,
+            buffer_size=20_000,
+            tau=0.05,
+            policy_kwargs=dict(net_arch=[128, 128]),
+            seed=0,
+            **kwargs,
+        )
+        return _bit_flipping_successes(model.learn(BIT_FLIPPING_BUDGET))
+
+    with_her = train(her=True)
+    assert with_her >= 0.9, with_her
+    without_her = train(her=False)
+    assert without_her <= 0.1, without_her
+
+
+BIT_FLIPPING_BUDGET = 8000
+"""Env steps for each run (measured: TD3+HER at seed 0 passes 0.9 after about 7,000 steps, TD3 alone stays near 0)."""
