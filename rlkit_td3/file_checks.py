@@ -223,6 +223,14 @@ def _number(entry: str, value: Any, low: float = -math.inf, high: float = math.i
 # ---------------------------------------------------------------------------- sizes
 def _box_size(metadata: dict[str, Any], key: str) -> int:
     spec = metadata.get(key)
+    if isinstance(spec, dict) and spec.get("type") == "Dict":  # a Dict observation space: its entries' sizes
+        entries = spec.get("spaces")
+        if not isinstance(entries, list) or not entries or len(entries) > 64:
+            raise ModelFileError(f"{METADATA_ENTRY}: {key} is a Dict without valid entries")
+        return sum(
+            _box_size({key: entry[1] if isinstance(entry, list) and len(entry) == 2 else None}, key)
+            for entry in entries
+        )
     shape = spec.get("shape") if isinstance(spec, dict) else None
     if not isinstance(shape, list) or len(shape) > 8:
         raise ModelFileError(f"{METADATA_ENTRY}: {key} has no valid shape")
@@ -318,7 +326,7 @@ def entry_byte_limits(metadata: dict[str, Any]) -> dict[str, int]:
     else:
         limits.update(dict.fromkeys(("policy.pth", "actor_optimizer.pth", "critic_optimizer.pth"), MAX_ENTRY_BYTES))
     limits["training_state.pth"] = ENTRY_OVERHEAD_BYTES + 8 * n_envs * obs_dim
-    row = 4 * (3 * obs_dim + act_dim + 1) + 2 + 8
+    row = 4 * (3 * obs_dim + act_dim + 1) + 2 + 8 + 16  # + 16: a HerReplayBuffer's episode start and length
     limits[BUFFER_ENTRY] = ENTRY_OVERHEAD_BYTES + (buffer_size + n_envs) * row + 64 * n_envs
     return {name: min(limit, MAX_ENTRY_BYTES) for name, limit in limits.items()}
 

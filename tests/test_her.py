@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import zipfile
+from collections import OrderedDict
 
 import gymnasium as gym
 import numpy as np
@@ -740,3 +741,24 @@ def test_td3_her_solves_bit_flipping_where_td3_alone_does_not():
 
 BIT_FLIPPING_BUDGET = 8000
 """Env steps for each run (measured: TD3+HER at seed 0 passes 0.9 after about 7,000 steps, TD3 alone stays near 0)."""
+
+
+def test_dict_spaces_round_trip_through_model_metadata():
+    from rlkit_td3.serialization import space_from_dict, space_to_dict, spaces_equal
+
+    space = _dict_space()
+    spec = json.loads(json.dumps(space_to_dict(space)))
+    rebuilt = space_from_dict(spec)
+    assert list(rebuilt.spaces) == ["image", "vector"] and spaces_equal(rebuilt, space)
+    assert rebuilt["image"].dtype == np.uint8 and rebuilt["vector"].shape == (5,)
+    swapped = spaces.Dict(OrderedDict(vector=space["vector"], image=space["image"]))  # a plain dict is sorted
+    assert not spaces_equal(space_from_dict(space_to_dict(swapped)), space)
+    for bad, message in [
+        ({"type": "Dict", "spaces": []}, "1 to 64 entries"),
+        ({"type": "Dict", "spaces": [["a", spec["spaces"][0][1]], ["a", spec["spaces"][1][1]]]}, "distinct str keys"),
+        ({"type": "Dict", "spaces": [["a", {"type": "Dict", "spaces": []}]]}, "must be Box spaces"),
+    ]:
+        with pytest.raises(ModelFileError, match=message):
+            space_from_dict(bad)
+    with pytest.raises(TypeError, match="only Box spaces and Dicts of Box spaces can be saved"):
+        space_to_dict(spaces.Dict({"d": spaces.Discrete(2)}))
