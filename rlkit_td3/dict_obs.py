@@ -94,3 +94,40 @@ def dict_obs_batch(observation: Any, space: Any) -> tuple[dict[str, np.ndarray],
             "observation's keys disagree: give every key one observation or every key a batch of the same size"
         )
     return batch, singles.pop()
+
+
+def flat_obs_dim(space: Any) -> int:
+    """Elements of one observation of a Box space, or of all entries of a Dict space together."""
+    if hasattr(space, "spaces") and isinstance(space.spaces, dict):
+        return sum(flat_obs_dim(sub) for sub in space.spaces.values())
+    return int(np.prod(space.shape))
+
+
+def obs_shapes(space: Any) -> tuple[int, ...] | dict[str, tuple[int, ...]]:
+    """The shape of one observation, or ``{key: shape}`` for a Dict space."""
+    if hasattr(space, "spaces") and isinstance(space.spaces, dict):
+        return {key: tuple(sub.shape) for key, sub in space.spaces.items()}
+    return tuple(space.shape)
+
+
+def stack_obs(observations: list[Obs], space: Any) -> Obs:
+    """One observation per env stacked into a batch, in the space's dtype(s)."""
+    if hasattr(space, "spaces") and isinstance(space.spaces, dict):
+        return {key: stack_obs([obs[key] for obs in observations], sub) for key, sub in space.spaces.items()}
+    return np.asarray(np.stack(observations), dtype=space.dtype)
+
+
+def obs_to_tensors(obs: Obs) -> Any:
+    """The batch as a tensor, or a dict of tensors (how a checkpoint stores the envs' last observations)."""
+    import torch
+
+    if isinstance(obs, dict):
+        return {key: torch.as_tensor(np.asarray(value)) for key, value in obs.items()}
+    return torch.as_tensor(np.asarray(obs))
+
+
+def obs_from_tensors(tensors: Any) -> Obs:
+    """`obs_to_tensors()` undone."""
+    if isinstance(tensors, dict):
+        return {key: value.numpy() for key, value in tensors.items()}
+    return tensors.numpy()

@@ -638,7 +638,7 @@ def check_training_state(
     tensors: Any,
     *,
     n_envs: int,
-    observation_shape: tuple[int, ...],
+    observation_shape: tuple[int, ...] | dict[str, tuple[int, ...]],
     action_noise: Any,
     device: torch.device,
 ) -> None:
@@ -686,15 +686,24 @@ def check_training_state(
         raise ModelFileError("training_state.pth lacks smoothing_rng")
     check_torch_generator_state("training_state.smoothing_rng", tensors["smoothing_rng"], device)
     last_obs = tensors.get("last_obs")
-    if last_obs is not None:
-        expected = (n_envs, *observation_shape)
-        if not isinstance(last_obs, torch.Tensor) or tuple(last_obs.shape) != expected:
-            got = tuple(last_obs.shape) if isinstance(last_obs, torch.Tensor) else type(last_obs).__name__
-            raise ModelFileError(f"training_state.last_obs has shape {got}, the model needs {expected}")
-        if last_obs.dtype.is_complex:
-            raise ModelFileError(f"training_state.last_obs must be real numbers, got {last_obs.dtype}")
-        if last_obs.is_floating_point() and not bool(torch.isfinite(last_obs).all()):
-            raise ModelFileError("training_state.last_obs holds non-finite values")
+    if isinstance(observation_shape, dict) and last_obs is not None:  # Dict observations: one tensor per key
+        if not isinstance(last_obs, dict) or list(last_obs) != list(observation_shape):
+            got = list(last_obs) if isinstance(last_obs, dict) else type(last_obs).__name__
+            raise ModelFileError(f"training_state.last_obs must hold the keys {list(observation_shape)}, got {got}")
+        for key, shape in observation_shape.items():
+            _check_last_obs(f"training_state.last_obs[{key!r}]", last_obs[key], (n_envs, *shape))
+    elif last_obs is not None:
+        _check_last_obs("training_state.last_obs", last_obs, (n_envs, *observation_shape))
+
+
+def _check_last_obs(entry: str, last_obs: Any, expected: tuple[int, ...]) -> None:
+    if not isinstance(last_obs, torch.Tensor) or tuple(last_obs.shape) != expected:
+        got = tuple(last_obs.shape) if isinstance(last_obs, torch.Tensor) else type(last_obs).__name__
+        raise ModelFileError(f"{entry} has shape {got}, the model needs {expected}")
+    if last_obs.dtype.is_complex:
+        raise ModelFileError(f"{entry} must be real numbers, got {last_obs.dtype}")
+    if last_obs.is_floating_point() and not bool(torch.isfinite(last_obs).all()):
+        raise ModelFileError(f"{entry} holds non-finite values")
 
 
 # ---------------------------------------------------------------------------- replay buffer files

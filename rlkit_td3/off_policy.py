@@ -29,7 +29,19 @@ from gymnasium.wrappers.vector import RecordEpisodeStatistics
 from rlkit_td3.buffers import BUFFER_REGISTRY, DictReplayBuffer, ReplayBuffer, ReplayBufferSamples
 from rlkit_td3.buffers.dict_replay_buffer import check_dict_space
 from rlkit_td3.callbacks import MaybeCallback, convert_callback
-from rlkit_td3.dict_obs import dict_obs_batch, obs_copy, obs_len, obs_rows, obs_set_row, obs_where
+from rlkit_td3.dict_obs import (
+    dict_obs_batch,
+    flat_obs_dim,
+    obs_copy,
+    obs_from_tensors,
+    obs_len,
+    obs_rows,
+    obs_set_row,
+    obs_shapes,
+    obs_to_tensors,
+    obs_where,
+    stack_obs,
+)
 from rlkit_td3.evaluation import is_sb3_vec_env
 from rlkit_td3.file_checks import (
     ACTIVATIONS,
@@ -1592,7 +1604,7 @@ class OffPolicyAlgorithm:
             "training_state": {"smoothing_rng": self._smoothing_rng.get_state()},
         }
         if self._last_obs is not None:
-            tensors["training_state"]["last_obs"] = torch.as_tensor(np.asarray(self._last_obs))
+            tensors["training_state"]["last_obs"] = obs_to_tensors(self._last_obs)
         blobs = {BUFFER_ENTRY: self.replay_buffer.to_bytes()} if include_buffer else {}
         write_model_zip(path, metadata, tensors, pickled, blobs)
 
@@ -1751,7 +1763,7 @@ class OffPolicyAlgorithm:
     def _restart_envs(
         self,
         env_rngs: list[dict[str, Any]] | None,
-        last_obs: torch.Tensor | None,
+        last_obs: torch.Tensor | dict[str, torch.Tensor] | None,
         needs_reset: list[bool] | None = None,
         pre_reset: list[dict[str, Any] | None] | None = None,
     ) -> None:
@@ -1781,7 +1793,7 @@ class OffPolicyAlgorithm:
                 stats.return_queue.append(r)
                 stats.length_queue.append(n)
         if self._autoreset_mode == AutoresetMode.DISABLED:
-            self._last_obs = obs if last_obs is None else last_obs.numpy()
+            self._last_obs = obs if last_obs is None else obs_from_tensors(last_obs)
             self._needs_reset = np.ones(self.n_envs, dtype=bool)
         elif (
             self._autoreset_mode == AutoresetMode.NEXT_STEP
@@ -1789,7 +1801,7 @@ class OffPolicyAlgorithm:
             and all(needs_reset)
             and last_obs is not None
         ):
-            self._last_obs = last_obs.numpy()
+            self._last_obs = obs_from_tensors(last_obs)
             self._needs_reset = np.ones(self.n_envs, dtype=bool)
             self._pending_reset_step = True
         elif self._sb3_dummy_env() is not None and pre_reset is not None and all(x is not None for x in pre_reset):
@@ -1797,7 +1809,7 @@ class OffPolicyAlgorithm:
             # generator states recorded before them, which leaves envs and generators where the saved run's were.
             dummy = self._sb3_dummy_env()
             first = [dummy.restore_reset(i, state) for i, state in enumerate(pre_reset)]
-            self._last_obs = np.asarray(np.stack(first), dtype=self.observation_space.dtype)
+            self._last_obs = stack_obs(first, self.observation_space)
             self._needs_reset = np.zeros(self.n_envs, dtype=bool)
         else:
             self._last_obs = None
@@ -1918,7 +1930,7 @@ class OffPolicyAlgorithm:
         num_timesteps, n_updates, episode_num = check_counters(metadata["counters"])
         if self.policy_class is TD3Policy:
             _check_policy_size(observation_space, action_space, self.policy_kwargs, tensors["policy"])
-        obs_dim, act_dim = int(np.prod(observation_space.shape)), int(np.prod(action_space.shape))
+        obs_dim, act_dim = flat_obs_dim(observation_space), int(np.prod(action_space.shape))
         per_row = 4 * (obs_dim * (1 if self.optimize_memory_usage else 2) + act_dim + 1) + 2
         check_allocation(
             f"a replay buffer of {self.buffer_size} transitions (pass a smaller buffer_size= to load() to build "
@@ -1943,7 +1955,7 @@ class OffPolicyAlgorithm:
                 metadata["training_state"],
                 tensors.get("training_state"),
                 n_envs=n_envs,
-                observation_shape=tuple(observation_space.shape),
+                observation_shape=obs_shapes(observation_space),
                 action_noise=self.action_noise,
                 device=self.device,
             )

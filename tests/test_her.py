@@ -762,3 +762,63 @@ def test_dict_spaces_round_trip_through_model_metadata():
             space_from_dict(bad)
     with pytest.raises(TypeError, match="only Box spaces and Dicts of Box spaces can be saved"):
         space_to_dict(spaces.Dict({"d": spaces.Discrete(2)}))
+
+
+class ReachGoalEnv(gym.Env):
+    """A point to move to a goal, both drawn from the env's generator at reset; 5-step episodes, sparse reward."""
+
+    metadata: dict = {"render_modes": []}
+    observation_space = IdGoalEnv.observation_space
+    action_space = ACTION_SPACE
+
+    def _obs(self):
+        point = np.r_[self.point, 0.0].astype(np.float32)
+        return {"observation": self.point.copy(), "achieved_goal": point, "desired_goal": self.goal.copy()}
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.point = self.np_random.uniform(-1, 1, 2).astype(np.float32)
+        self.goal = np.r_[self.np_random.uniform(-1, 1, 2), 0.0].astype(np.float32)
+        return self._obs(), {}
+
+    def step(self, action):
+        self.point = (self.point + 0.2 * np.asarray(action, np.float32)).astype(np.float32)
+        obs = self._obs()
+        return obs, float(self.compute_reward(obs["achieved_goal"][None], self.goal[None], [{}])[0]), False, False, {}
+
+    def compute_reward(self, achieved_goal, desired_goal, info):
+        return -(np.linalg.norm(achieved_goal - desired_goal, axis=-1) > 0.2).astype(np.float32)
+
+
+@pytest.mark.parametrize(("n_envs", "first", "then"), [(1, 150, 60), (2, 118, 60)])
+def test_her_checkpoint_resumes_bit_for_bit(tmp_path, n_envs, first, then):
+    from rlkit_td3.policies import POLICY_ALIASES, register_policy
+
+    if n_envs == 1:
+        make = lambda: gym.wrappers.TimeLimit(ReachGoalEnv(), 5)  # noqa: E731
+    else:  # next-step autoreset; `first` ends both envs' episodes at its last step
+        make = lambda: gym.vector.SyncVectorEnv([lambda: gym.wrappers.TimeLimit(ReachGoalEnv(), 5)] * 2)  # noqa: E731
+    register_policy("ConcatDictPolicy", ConcatDictPolicy)  # the file names its policy class
+    try:
+        model = TD3(
+            ConcatDictPolicy,
+            make(),
+            replay_buffer_class=HerReplayBuffer,
+            replay_buffer_kwargs=dict(n_sampled_goal=4, goal_selection_strategy="future"),
+            learning_starts=20,
+            batch_size=16,
+            policy_kwargs=dict(net_arch=[16]),
+            seed=3,
+        )
+        model.learn(first)
+        model.save(tmp_path / "checkpoint.zip", include_buffer=True)
+        resumed = TD3.load(tmp_path / "checkpoint.zip", env=make())
+        assert isinstance(resumed.replay_buffer, HerReplayBuffer) and resumed.replay_buffer.env is resumed._venv
+        for m in (model, resumed):
+            m.learn(then, reset_num_timesteps=False)
+    finally:
+        POLICY_ALIASES.pop("ConcatDictPolicy", None)
+    for a, b in zip(model.policy.parameters(), resumed.policy.parameters()):
+        assert torch.equal(a, b)
+    assert model.replay_buffer.to_bytes() == resumed.replay_buffer.to_bytes()
+    assert model.replay_buffer.n_sampleable() > 0.5 * model.replay_buffer.size()
