@@ -22,13 +22,10 @@ import gymnasium as gym
 import numpy as np
 import torch
 from gymnasium import spaces
-from gymnasium.envs.registration import load_env_creator
-from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv, VectorEnv, VectorWrapper
-from gymnasium.wrappers.vector import RecordEpisodeStatistics
+from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv, VectorEnv
 
 from rlkit_td3.buffers import BUFFER_REGISTRY, ReplayBuffer, ReplayBufferSamples
 from rlkit_td3.callbacks import MaybeCallback, convert_callback
-from rlkit_td3.evaluation import is_sb3_vec_env
 from rlkit_td3.file_checks import (
     ACTIVATIONS,
     CUSTOM_TO_CTOR,
@@ -51,9 +48,8 @@ from rlkit_td3.file_checks import (
     zip_path_for_save,
 )
 from rlkit_td3.logger import Logger, configure
-from rlkit_td3.monitor import Monitor, is_monitored
 from rlkit_td3.noise import ActionNoise, NormalActionNoise, VectorizedActionNoise, noise_from_dict
-from rlkit_td3.optim import optimizer_step, zero_grad
+from rlkit_td3.optim import MOMENT_FLUSH_EVERY, flush_tiny_moments, optimizer_step, zero_grad
 from rlkit_td3.policies import POLICY_ALIASES, TD3Policy, get_policy_class
 from rlkit_td3.policies.td3_policy import python_scalars
 from rlkit_td3.schedules import (
@@ -79,67 +75,33 @@ from rlkit_td3.serialization import (
     spaces_equal,
     write_model_zip,
 )
+from rlkit_td3.utils import (
+    NonFiniteError,
+    _check_device,
+    _check_float,
+    _check_int,
+    _latest_run_id,
+    _parse_train_freq,
+    get_device,
+)
 from rlkit_td3.vec_env.base_vec_env import VecEnv
 from rlkit_td3.vec_env.dummy_vec_env import DummyVecEnv
 from rlkit_td3.vec_env.gymnasium_bridge import GymnasiumVecEnv, VecEnvView
+from rlkit_td3.vec_env.training_env import (
+    FLOAT32_MAX,
+    _all_fit_float32,
+    _fits_float32,
+    _TrainingEnvView,
+    as_training_env,
+    check_action_space,
+    env_name,
+    episode_statistics,
+)
 from rlkit_td3.vec_env.vec_normalize import VecNormalize
 from rlkit_td3.version import __version__
 
 DEFAULT_NOISE_SIGMA = 0.1
 """σ of the default Gaussian exploration noise, in normalised units (TD3 paper, sfujim/TD3, RL Zoo)."""
-
-_TRAIN_FREQ_UNITS = ("step", "episode")
-
-TINY_MOMENT = 1e-30
-"""Optimizer moments smaller than this in magnitude are set to zero every ``MOMENT_FLUSH_EVERY`` updates."""
-MOMENT_FLUSH_EVERY = 64
-"""Updates between two flushes: a moment decaying by Adam's β1 = 0.9 needs ~170 updates to go from 1e-30 to the
-subnormal range (< 1.2e-38), so none ever gets there."""
-
-
-def flush_tiny_moments(optimizer: torch.optim.Optimizer, below: float = TINY_MOMENT) -> None:
-    """Set to zero the entries of Adam-style moments (``exp_avg``, ``exp_avg_sq``) smaller than ``below``.
-
-    Why: a ReLU unit that stops firing gets zero gradients, and its first moment decays by β1 each update until
-    it is a subnormal float. CPUs handle subnormals in microcode, many times slower: measured here, after 1,000
-    HalfCheetah updates, half of a critic layer's ``exp_avg`` was subnormal and the fused Adam step took 7x
-    longer (0.90 vs 0.12 ms), a quarter of the whole update. Zeroing them cannot change the weights: such a
-    moment moves a weight by at most ``lr * 1e-30 / eps`` (1e-25 with Adam's eps 1e-8), below the float32
-    resolution of any weight larger than 1e-18, and a zero moment decays as zero, never subnormal.
-    """
-    with torch.no_grad():
-        for state in optimizer.state.values():
-            for key in ("exp_avg", "exp_avg_sq"):
-                moment = state.get(key)
-                if isinstance(moment, torch.Tensor) and moment.is_floating_point():
-                    moment.masked_fill_(moment.abs() < below, 0.0)
-
-
-class NonFiniteError(FloatingPointError):
-    """An env returned a NaN or infinite observation (from ``reset()`` or ``step()``) or reward, or one beyond
-    float32's range, or a training loss became non-finite."""
-
-
-FLOAT32_MAX = float(np.finfo(np.float32).max)
-
-
-def _fits_float32(values: Any) -> np.ndarray:
-    """Per row of ``values`` (shape ``(n, ...)``): finite, and still finite as float32 (the buffer's and the
-    networks' dtype; a float64 of 1e300 is finite but becomes inf there). NaN compares false, so it fails too."""
-    array = np.asarray(values)
-    return (np.abs(array) <= FLOAT32_MAX).reshape(len(array), -1).all(axis=1)
-
-
-def _all_fit_float32(values: Any) -> bool:
-    """``_fits_float32(values).all()``, fast for the common dtypes (called on every step)."""
-    array = np.asarray(values)
-    kind, size = array.dtype.kind, array.dtype.itemsize
-    if kind in "iub" and size <= 8:  # integers (even int64/uint64) and booleans are finite in float32
-        return True
-    if kind == "f" and size <= 4:
-        return bool(np.isfinite(array).all())
-    return bool((np.abs(array) <= FLOAT32_MAX).all())
-
 
 MAX_N_ENVS = 65_536
 """Largest ``n_envs`` a model file may declare."""
@@ -198,201 +160,6 @@ def _check_policy_size(
         raise ModelFileError(f"the networks the metadata declares have {expected} parameters, the file stores {stored}")
 
 
-def _check_int(name: str, value: Any, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, got {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value!r}")
-    return int(value)
-
-
-def _check_float(name: str, value: Any, low: float, high: float, low_open: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
-        raise TypeError(f"{name} must be a number, got {value!r}")
-    value = float(value)
-    ok = (value > low if low_open else value >= low) and value <= high
-    if not ok:
-        interval = f"{'(' if low_open else '['}{low}, {high}]"
-        raise ValueError(f"{name} must be in {interval}, got {value!r}")
-    return value
-
-
-def _parse_train_freq(train_freq: Any) -> tuple[int, str]:
-    if isinstance(train_freq, (tuple, list)):
-        if len(train_freq) != 2 or train_freq[1] not in _TRAIN_FREQ_UNITS:
-            raise ValueError(f"train_freq must be an int or a tuple (n, 'step'|'episode'), got {train_freq!r}")
-        return _check_int("train_freq", train_freq[0], 1), str(train_freq[1])
-    return _check_int("train_freq", train_freq, 1), "step"
-
-
-def get_device(device: torch.device | str = "auto") -> torch.device:
-    """``"auto"`` → CUDA when available, else CPU; anything else is passed to ``torch.device``."""
-    if device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(device)
-
-
-def _check_device(device: Any) -> torch.device:
-    if not isinstance(device, (str, torch.device)):
-        raise TypeError(f"device must be a str or torch.device, got {device!r}")
-    try:
-        return get_device(device)
-    except RuntimeError as exc:
-        raise ValueError(f"device {device!r} is not a valid torch device ({exc})") from exc
-
-
-def check_action_space(space: spaces.Space) -> spaces.Box:
-    """The algorithms need a floating-point Box action space with at least one element and finite bounds.
-
-    Raises:
-        TypeError: not a Box (e.g. Discrete, MultiDiscrete), or a Box of integers or booleans.
-        ValueError: no element (a zero in the shape), infinite or NaN bounds, or ``low >= high`` in some dimension.
-    """
-    if not isinstance(space, spaces.Box):
-        raise TypeError(
-            f"action_space must be a continuous gymnasium.spaces.Box; got {space!r}. "
-            "TD3 and DDPG do not support discrete action spaces"
-        )
-    if np.dtype(space.dtype).kind != "f":
-        raise TypeError(
-            f"action_space must have a floating-point dtype, got {space!r}: the actor's continuous actions would be "
-            "truncated to integers behind its back. Use a float Box and round in the env (or a wrapper)"
-        )
-    if int(np.prod(space.shape)) == 0:
-        raise ValueError(f"action_space must have at least one element, got shape {space.shape}")
-    if not (np.all(np.isfinite(space.low)) and np.all(np.isfinite(space.high))):
-        raise ValueError(f"action_space must have finite bounds, got low={space.low}, high={space.high}")
-    if not np.all(space.low < space.high):
-        raise ValueError(f"action_space must have low < high in every dimension, got {space!r}")
-    return space
-
-
-class _ObservationCheck(gym.Wrapper):
-    """Raises a clear error when an observation's shape or kind of dtype differs from the observation space.
-
-    Without it a wrong shape surfaces later as a broadcasting error deep inside gymnasium or torch. (Float
-    widths may differ: many envs return float64 for a float32 space, and the buffer stores float32.)
-    """
-
-    def __init__(self, env: gym.Env) -> None:
-        super().__init__(env)
-        space = env.observation_space
-        self._shape = getattr(space, "shape", None)
-        self._kind = np.dtype(space.dtype).kind if getattr(space, "dtype", None) is not None else None
-        self._steps = 0
-
-    def _check(self, obs: Any, where: str) -> None:
-        if self._shape is None:
-            return
-        array = np.asarray(obs)
-        if array.shape != self._shape or (array.dtype.kind != self._kind and not self._compatible(array.dtype)):
-            name = self.spec.id if self.spec is not None else type(self.env.unwrapped).__name__
-            raise ValueError(
-                f"{name} returned an observation of shape {array.shape} and dtype {array.dtype} from {where}; "
-                f"its observation_space has shape {self._shape} and dtype {self.observation_space.dtype}"
-            )
-
-    def _compatible(self, dtype: np.dtype) -> bool:
-        # integers and booleans fit a float space; nothing else mixes
-        return self._kind == "f" and dtype.kind in "iub"
-
-    def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
-        obs, info = self.env.reset(**kwargs)
-        self._check(obs, "reset()")
-        return obs, info
-
-    def step(self, action: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        self._steps += 1
-        self._check(obs, f"step() (its step {self._steps} since creation)")
-        return obs, reward, terminated, truncated, info
-
-
-EPISODE_STATS_KEY = "rlkit_episode"
-"""The ``infos`` key of the episode-statistics wrapper the algorithm adds (a private key, so that it never
-clashes with ``info["episode"]`` written by `Monitor` inside sub-envs)."""
-
-
-def episode_statistics(env: VectorEnv | None) -> RecordEpisodeStatistics | None:
-    """The gymnasium ``RecordEpisodeStatistics`` wrapper in ``env``'s wrapper chain, if any."""
-    while isinstance(env, VectorWrapper):
-        if isinstance(env, RecordEpisodeStatistics):
-            return env
-        env = env.env
-    return None
-
-
-def _make_env_id(env_id: str) -> gym.Env:
-    """``gymnasium.make(env_id)``, with ``render_mode="rgb_array"`` when the env supports it (as Stable-Baselines3
-    does), so that ``model.env.render()`` returns frames. Ids whose env has no ``rgb_array`` mode, or that set
-    their own ``render_mode``, are made as they are."""
-    try:
-        spec = gym.spec(env_id)
-        creator = spec.entry_point
-        if isinstance(creator, str):
-            creator = load_env_creator(creator)
-        modes = getattr(creator, "metadata", {}).get("render_modes", ())
-        wants_frames = "render_mode" not in spec.kwargs and "rgb_array" in modes
-    except Exception:  # noqa: BLE001  (gymnasium.make below reports a bad id or entry point itself)
-        wants_frames = False
-    return gym.make(env_id, render_mode="rgb_array") if wants_frames else gym.make(env_id)
-
-
-def as_training_env(env: Any) -> VectorEnv:
-    """Wrap what the user passed as the gymnasium vector env the training loop steps, recording episode statistics.
-
-    An env id is made with ``gymnasium.make``, with ``render_mode="rgb_array"`` where the env supports it (so
-    ``model.get_env().render()`` returns one frame per env); a single env is wrapped in
-    `Monitor` (unless it already has one, as Stable-Baselines3 does), in an
-    observation check, and in a one-env ``SyncVectorEnv`` with autoreset disabled: the algorithm resets
-    ended episodes itself, just before the next step, which is what makes a checkpoint at an episode
-    boundary resume exactly. A gymnasium vector env is used as it is; a Stable-Baselines3-style ``VecEnv``
-    (`rlkit_td3.vec_env`, or any object with its contract) is seen through `GymnasiumVecEnv`, a same-step
-    autoreset vector env. Unless the result already has one, it is then
-    wrapped in gymnasium's vector ``RecordEpisodeStatistics``: its last 100 episodes give
-    ``rollout/ep_rew_mean`` and ``rollout/ep_len_mean``.
-
-    Raises:
-        TypeError: ``env`` is none of these.
-    """
-    if isinstance(env, str):
-        env = _make_env_id(env)
-    if is_sb3_vec_env(env):
-        env = GymnasiumVecEnv(env)
-    if isinstance(env, gym.Env):
-        single = _ObservationCheck(env if is_monitored(env) else Monitor(env))
-        env = SyncVectorEnv([lambda: single], autoreset_mode=AutoresetMode.DISABLED)
-    if not isinstance(env, VectorEnv):
-        raise TypeError(
-            f"env must be a gymnasium Env, a gymnasium VectorEnv, a Stable-Baselines3-style VecEnv or an env id "
-            f"string, got {env!r}"
-        )
-    if episode_statistics(env) is None:
-        if isinstance(env.metadata.get("autoreset_mode"), str):
-            env.metadata["autoreset_mode"] = AutoresetMode(env.metadata["autoreset_mode"])
-        env = RecordEpisodeStatistics(env, buffer_length=100, stats_key=EPISODE_STATS_KEY)
-    return env
-
-
-def env_name(env: VectorEnv, index: int = 0) -> str:
-    """How error messages name the user's env behind sub-env ``index`` of ``env``: its registered id, else its class.
-
-    The library's own wrappers (episode statistics, ``Monitor``, the observation check, the one-env
-    ``SyncVectorEnv``) are looked through. Only called on error paths.
-    """
-    base = env.unwrapped
-    if isinstance(base, SyncVectorEnv) and 0 <= index < len(base.envs):
-        sub = base.envs[index]
-        return sub.spec.id if sub.spec is not None else type(sub.unwrapped).__name__
-    if env.spec is not None:
-        return env.spec.id
-    try:  # e.g. an AsyncVectorEnv: ask the sub-env for its spec
-        spec = base.get_attr("spec")[index]
-    except Exception:  # noqa: BLE001  (naming the env must never hide the error being reported)
-        spec = None
-    return spec.id if spec is not None else type(base).__name__
-
-
 def _json_bit_generator_state(state: Any) -> Any:
     """A NumPy ``bit_generator.state`` with its arrays as lists (JSON)."""
     if isinstance(state, dict):
@@ -402,43 +169,6 @@ def _json_bit_generator_state(state: Any) -> Any:
     if isinstance(state, np.integer):
         return int(state)
     return state
-
-
-def _latest_run_id(folder: Path, name: str) -> int:
-    """The largest ``N`` among the sub-folders ``<name>_<N>`` of ``folder`` (0 if none)."""
-    ids = [0]
-    if folder.is_dir():
-        for child in folder.iterdir():
-            prefix, _, suffix = child.name.rpartition("_")
-            if child.is_dir() and prefix == name and suffix.isdigit():
-                ids.append(int(suffix))
-    return max(ids)
-
-
-class _TrainingEnvView(VecEnvView):
-    """`VecEnvView` of a model's training env that tells the model when user code stepped or reset it.
-
-    The model's last observations are then stale, so its next ``learn`` starts fresh episodes instead of
-    storing a transition from an observation the env has left.
-    """
-
-    def __init__(self, venv: VectorEnv, model: OffPolicyAlgorithm) -> None:
-        super().__init__(venv)
-        self._model = model
-
-    def reset(self) -> Any:
-        self._model._env_used_outside = True
-        return super().reset()
-
-    def step_async(self, actions: np.ndarray) -> None:
-        self._model._env_used_outside = True
-        super().step_async(actions)
-
-    def step_wait(self) -> Any:
-        obs, rewards, dones, infos = super().step_wait()
-        for info in infos:  # the model's own episode-statistics key is not the user's business
-            info.pop(EPISODE_STATS_KEY, None)
-        return obs, rewards, dones, infos
 
 
 class OffPolicyAlgorithm:
