@@ -31,9 +31,7 @@ from rlkit_td3.schedules import (
     ScheduleLike,
     as_schedule,
 )
-from rlkit_td3.serialization import (
-    spaces_equal,
-)
+from rlkit_td3.serialization import spaces_equal
 from rlkit_td3.utils import (
     NonFiniteError,
     _check_float,
@@ -43,7 +41,7 @@ from rlkit_td3.utils import (
     get_device,
 )
 from rlkit_td3.vec_env.base_vec_env import VecEnv
-from rlkit_td3.vec_env.gymnasium_bridge import GymnasiumVecEnv, VecEnvView
+from rlkit_td3.vec_env.gymnasium_bridge import GymnasiumVecEnv
 from rlkit_td3.vec_env.training_env import (
     FLOAT32_MAX,
     _all_fit_float32,
@@ -53,6 +51,7 @@ from rlkit_td3.vec_env.training_env import (
     check_action_space,
     env_name,
     episode_statistics,
+    find_vec_normalize,
 )
 from rlkit_td3.vec_env.vec_normalize import VecNormalize
 
@@ -338,12 +337,7 @@ class OffPolicyAlgorithm:
 
     def get_vec_normalize_env(self) -> VecNormalize | None:
         """The `VecNormalize` wrapper of the training env, if it has one (as in Stable-Baselines3)."""
-        env: Any = self.get_env()
-        while env is not None:
-            if isinstance(env, VecNormalize):
-                return env
-            env = getattr(env, "venv", None) if not isinstance(env, VecEnvView) else None
-        return None
+        return find_vec_normalize(self.get_env())
 
     def set_env(self, env: gym.Env | VectorEnv | str) -> None:
         """Replace the training env; its spaces and number of envs must match the model's.
@@ -885,7 +879,6 @@ class OffPolicyAlgorithm:
         env_actions = self.policy.unscale_action(actions.reshape(len(batch), *self.action_space.shape))
         return (env_actions[0, ...] if single else env_actions), None  # [0, ...]: an array even for shape ()
 
-    # ------------------------------------------------------------------ parameters
     # ------------------------------------------------------------------ Stable-Baselines3 aliases
     def dump_logs(self) -> None:
         """Write the log row now (``rollout/``, ``time/``, ``train/`` keys), as Stable-Baselines3's public

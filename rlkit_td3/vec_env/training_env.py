@@ -18,6 +18,7 @@ from gymnasium.wrappers.vector import RecordEpisodeStatistics
 from rlkit_td3.evaluation import is_sb3_vec_env
 from rlkit_td3.monitor import Monitor, is_monitored
 from rlkit_td3.vec_env.gymnasium_bridge import GymnasiumVecEnv, VecEnvView
+from rlkit_td3.vec_env.vec_normalize import VecNormalize
 
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 
@@ -216,3 +217,13 @@ class _TrainingEnvView(VecEnvView):
         for info in infos:  # the model's own episode-statistics key is not the user's business
             info.pop(EPISODE_STATS_KEY, None)
         return obs, rewards, dones, infos
+
+
+def find_vec_normalize(env: Any) -> VecNormalize | None:
+    """The `VecNormalize` wrapper in the chain of Stable-Baselines3-style ``VecEnv`` wrappers of ``env``, or
+    ``None`` (a `VecEnvView` of a gymnasium vector env has none)."""
+    while env is not None:
+        if isinstance(env, VecNormalize):
+            return env
+        env = getattr(env, "venv", None) if not isinstance(env, VecEnvView) else None
+    return None
