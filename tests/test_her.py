@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import io
 import json
 import zipfile
@@ -822,3 +823,77 @@ def test_her_checkpoint_resumes_bit_for_bit(tmp_path, n_envs, first, then):
         assert torch.equal(a, b)
     assert model.replay_buffer.to_bytes() == resumed.replay_buffer.to_bytes()
     assert model.replay_buffer.n_sampleable() > 0.5 * model.replay_buffer.size()
+
+
+def _her_buffer_fuzz_cases(valid: bytes, n: int, seed: int):
+    """Corrupted variants of a HerReplayBuffer file: bytes flipped or cut, meta fields of odd values, arrays
+    with odd values or shapes, members dropped."""
+    from tests.model_fuzz import ODD_VALUES, _leaf_paths, _set
+
+    rng = np.random.default_rng(seed)
+    with zipfile.ZipFile(io.BytesIO(valid)) as archive:
+        members = {name[:-4]: np.load(io.BytesIO(archive.read(name))) for name in archive.namelist()}
+    meta = json.loads(members["meta"].tobytes())
+    leaves = [path for path in _leaf_paths(meta) if path[0] != "rng_state"]
+    arrays = sorted(name for name in members if name != "meta")
+    for i in range(n):
+        kind = i % 5
+        if kind == 0:
+            data = bytearray(valid)
+            for pos in rng.integers(0, len(data), size=int(rng.integers(1, 12))):
+                data[pos] ^= int(rng.integers(1, 256))
+            yield bytes(data)
+        elif kind == 1:
+            yield valid[: int(rng.integers(0, len(valid)))]
+        else:
+            new_meta, new_members = copy.deepcopy(meta), {k: v.copy() for k, v in members.items()}
+            if kind == 2:
+                _set(new_meta, leaves[int(rng.integers(0, len(leaves)))], _pick(rng, ODD_VALUES))
+            elif kind == 3:
+                name = arrays[int(rng.integers(0, len(arrays)))]
+                array = new_members[name]
+                if array.size:
+                    flat = array.reshape(-1)
+                    odd = [-1, 0, 1, 7, 14, 15, 16, 2**40] + ([np.nan, np.inf] if flat.dtype.kind == "f" else [])
+                    flat[int(rng.integers(0, flat.size))] = _pick(rng, odd)
+            else:
+                name = arrays[int(rng.integers(0, len(arrays)))]
+                if rng.random() < 0.5:
+                    del new_members[name]
+                else:
+                    new_members[name] = new_members[name][: max(0, len(new_members[name]) - 1)]
+            new_members["meta"] = np.frombuffer(json.dumps(new_meta).encode(), dtype=np.uint8)
+            out = io.BytesIO()
+            np.savez(out, **new_members)
+            yield out.getvalue()
+
+
+def _pick(rng, options):
+    return options[int(rng.integers(0, len(options)))]
+
+
+def test_fuzzed_her_buffer_files_load_or_raise_model_file_error():
+    def make():
+        return HerReplayBuffer(30, IdGoalEnv.observation_space, ACTION_SPACE, IdGoalEnv(), n_envs=2, seed=0)
+
+    buffer = make()
+    _fill(buffer, 2, steps=40, seed=2)
+    loaded = 0
+    for data in _her_buffer_fuzz_cases(buffer.to_bytes(), 400, seed=0):
+        target = make()
+        try:
+            target.load(io.BytesIO(data))
+        except ModelFileError:
+            continue
+        loaded += 1
+        # What loads is consistent: every goal the buffer can draw is a filled row of the transition's episode.
+        valid = target._sampleable_rows()
+        if len(valid):
+            goals = target._goal_rows(valid)
+            filled = np.where(target._env_full, target.n_slots, target._env_pos)
+            assert np.all(goals // target.n_slots == valid // target.n_slots)
+            assert np.all(goals % target.n_slots < filled[goals // target.n_slots])
+            assert np.array_equal(target.ep_start[goals], target.ep_start[valid])
+            assert np.array_equal(target.ep_length[goals], target.ep_length[valid])
+            target.sample(64)
+    assert 0 < loaded < 400  # some variants (e.g. an odd reward) are valid files
