@@ -353,13 +353,19 @@ def test_her_running_episode_is_not_sampled_until_it_ends():
 
 def test_her_closes_an_episode_the_env_left_without_ending_it():
     buffer = HerReplayBuffer(50, IdGoalEnv.observation_space, ACTION_SPACE, IdGoalEnv(), seed=0)
+
+    def float64(obs):  # values float32 cannot hold exactly: stored rounded, still recognised as continuing
+        return {key: value.astype(np.float64) + 0.1 for key, value in obs.items()}
+
     for t in range(3):
-        buffer.add(_stack([_obs(0, 0, t)]), _stack([_obs(0, 0, t + 1)]), np.zeros((1, 2)), [0.0], [False], [False])
+        obs, nxt = float64(_stack([_obs(0, 0, t)])), float64(_stack([_obs(0, 0, t + 1)]))
+        buffer.add(obs, nxt, np.zeros((1, 2)), [0.0], [False], [False])
+    assert buffer.n_sampleable() == 0
     # A new episode starts (the env was reset by a new learn()): the old one is closed where it stopped.
     buffer.add(_stack([_obs(0, 1, 0)]), _stack([_obs(0, 1, 1)]), np.zeros((1, 2)), [0.0], [False], [False])
     assert buffer.n_sampleable() == 3
     _, _, ident = _decode(buffer.sample(200))
-    assert set(ident[:, 1].tolist()) == {0}
+    assert set(ident[:, 1].tolist()) == {0}  # (the +0.1 truncates away)
     buffer.truncate_last_trajectory()
     assert buffer.n_sampleable() == 4
 
@@ -657,6 +663,10 @@ def test_predict_and_evaluate_policy_on_dict_observations():
         model.predict(env.reset())
     mean, _ = evaluate_policy(model, make_bit_flipping(4), n_eval_episodes=3)
     assert -4.0 <= mean <= 0.0
+    returns, lengths = evaluate_policy(
+        model, gym.vector.SyncVectorEnv([lambda: make_bit_flipping(4)] * 2), 4, return_episode_rewards=True
+    )
+    assert len(returns) == 4 and all(1 <= n <= 4 for n in lengths)
 
 
 def test_dict_env_checks_name_the_key():

@@ -167,8 +167,7 @@ class DictReplayBuffer(ReplayBuffer):
         truncated: np.ndarray,
         k: int,
     ) -> None:
-        obs = self._obs_rows(obs, k, "obs")
-        next_obs = self._obs_rows(next_obs, k, "next_obs")
+        """Write ``k`` rows (``obs`` and ``next_obs`` already shaped by `_obs_rows()`)."""
         for key in self.obs_layout:
             self.observations[key][rows] = obs[key]
             self.next_observations[key][rows] = next_obs[key]
@@ -202,6 +201,7 @@ class DictReplayBuffer(ReplayBuffer):
         rows: slice | np.ndarray = slice(self.pos, end) if end <= self.buffer_size else np.arange(self.pos, end)
         if isinstance(rows, np.ndarray):
             rows %= self.buffer_size
+        obs, next_obs = self._obs_rows(obs, k, "obs"), self._obs_rows(next_obs, k, "next_obs")
         self._write(rows, obs, next_obs, action, reward, terminated, truncated, k)
         if end >= self.buffer_size:
             self.full = True

@@ -193,45 +193,50 @@ class HerReplayBuffer(DictReplayBuffer):
             return
         if k > self.n_envs:
             raise ValueError(f"add() got {k} transitions but the buffer was built for n_envs={self.n_envs}")
-        envs = np.arange(k) if env_indices is None else np.asarray(env_indices, dtype=np.int64).reshape(k)
-        if envs.min() < 0 or envs.max() >= self.n_envs or len(np.unique(envs)) != k:
-            raise ValueError(f"env_indices must be {k} distinct envs in [0, {self.n_envs}), got {envs.tolist()}")
+        envs = list(range(k)) if env_indices is None else np.asarray(env_indices, dtype=np.int64).reshape(k).tolist()
+        if len(set(envs)) != k or min(envs) < 0 or max(envs) >= self.n_envs:
+            raise ValueError(f"env_indices must be {k} distinct envs in [0, {self.n_envs}), got {envs}")
         if self.copy_info_dict and (infos is None or len(infos) != k):
             raise ValueError(f"infos must be a list of {k} dicts with copy_info_dict=True, got {infos!r}")
         obs = self._obs_rows(obs, k, "obs")
-        ended = np.reshape(terminated, k) | np.reshape(truncated, k)
+        next_obs = self._obs_rows(next_obs, k, "next_obs")
+        ended = (np.reshape(terminated, k) | np.reshape(truncated, k)).tolist()
         slots = self.n_slots
         self._close_interrupted(envs, obs)
-        rows = envs * slots + self._env_pos[envs]
-        for env, row in zip(envs.tolist(), rows.tolist()):
+        rows = []
+        for env in envs:
+            row = env * slots + int(self._env_pos[env])
             self._free_row(env, row)
-        self._write(rows, obs, next_obs, action, reward, terminated, truncated, k)
-        self.ep_start[rows] = self._current_ep_start[envs]
-        self.ep_length[rows] = 0
-        if self.infos is not None:
-            for row, info in zip(rows.tolist(), infos):
-                self.infos[row] = copy.deepcopy(info)
-        self._current_ep_length[envs] += 1
-        self._env_pos[envs] += 1
-        self._env_full[envs[self._env_pos[envs] == slots]] = True
-        self._env_pos[envs] %= slots
+            rows.append(row)
+        index = np.asarray(rows)
+        self._write(index, obs, next_obs, action, reward, terminated, truncated, k)
+        self.ep_length[index] = 0
+        for i, (env, row) in enumerate(zip(envs, rows)):
+            self.ep_start[row] = self._current_ep_start[env]
+            if self.infos is not None:
+                self.infos[row] = copy.deepcopy(infos[i])
+            self._current_ep_length[env] += 1
+            pos = int(self._env_pos[env]) + 1
+            if pos == slots:
+                self._env_full[env] = True
+            self._env_pos[env] = pos % slots
         self.pos = int(self._env_pos.max())
         self.full = bool(self._env_full.all())
-        for env in envs[ended].tolist():
-            self._close_episode(env)
+        for env, end in zip(envs, ended):
+            if end:
+                self._close_episode(env)
 
-    def _close_interrupted(self, envs: np.ndarray, obs: dict[str, np.ndarray]) -> None:
+    def _close_interrupted(self, envs: list[int], obs: dict[str, np.ndarray]) -> None:
         """Close the running episode of each env whose new observation is not its last next observation."""
-        running = self._current_ep_length[envs] > 0
-        if not running.any():
-            return
-        prev = envs * self.n_slots + (self._env_pos[envs] - 1) % self.n_slots
-        jumped = np.zeros(len(envs), dtype=bool)
-        for key, array in self.next_observations.items():
-            stored, new = array[prev], obs[key].astype(array.dtype, copy=False)
-            jumped |= np.any((stored != new).reshape(len(envs), -1), axis=1)
-        for env in envs[running & jumped].tolist():
-            self._close_episode(env)
+        slots = self.n_slots
+        for i, env in enumerate(envs):
+            if self._current_ep_length[env] == 0:
+                continue
+            prev = env * slots + (int(self._env_pos[env]) - 1) % slots
+            # compared as stored (float64 observations are stored as float32)
+            stored = self.next_observations.items()
+            if any(not np.array_equal(array[prev], obs[key][i].astype(array.dtype)) for key, array in stored):
+                self._close_episode(env)
 
     def _free_row(self, env: int, row: int) -> None:
         """Before ``row`` is overwritten: retire what it held."""
