@@ -10,7 +10,9 @@ gamma 0.95, tau 0.05, 1,000 random warm-up steps, Gaussian exploration noise sig
 gradient_steps 1.
 
 Usage: ``python benchmarks/her_panda.py [--lib rlkit sb3] [--algo td3 ddpg] [--seeds 0] [--timesteps 20000]
-[--out FILE.json]`` (needs the ``robotics`` and ``benchmark`` extras).
+[--out FILE.json] [--plot FILE.png]`` (needs the ``robotics`` and ``benchmark`` extras); ``--plot`` draws the
+success-rate curves (docs/img/her_panda_reach.png), ``--from FILE.json`` redraws them from a saved report.
+Results: benchmarks/results/her_panda_reach.json.
 """
 
 from __future__ import annotations
@@ -106,6 +108,28 @@ def run(lib: str, algo: str, seed: int, timesteps: int, eval_every: int) -> dict
     }
 
 
+def plot(report: dict, path: str) -> None:
+    """Success rate against env steps, one line per run."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    for run_ in report["runs"]:
+        steps, rates = zip(*run_["curve"])
+        name = {"rlkit": "rlkit_td3", "sb3": "Stable-Baselines3"}[run_["lib"]]
+        ax.plot(steps, rates, marker="o", label=f"{name} {run_['algo'].upper()}+HER (seed {run_['seed']})")
+    ax.axhline(0.9, color="grey", linestyle="--", linewidth=1)
+    ax.set_xlabel("env steps")
+    ax.set_ylabel(f"success rate ({EVAL_EPISODES} deterministic episodes)")
+    ax.set_title(f"{ENV_ID}: HER (future, n_sampled_goal=4)")
+    ax.set_ylim(-0.02, 1.02)
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lib", nargs="+", default=["rlkit", "sb3"], choices=["rlkit", "sb3"])
@@ -114,7 +138,13 @@ def main() -> None:
     parser.add_argument("--timesteps", type=int, default=20_000)
     parser.add_argument("--eval-every", type=int, default=2000)
     parser.add_argument("--out", default=None)
+    parser.add_argument("--plot", default=None)
+    parser.add_argument("--from", dest="source", default=None, help="redraw --plot from this report")
     args = parser.parse_args()
+    if args.source:
+        with open(args.source) as fh:
+            plot(json.load(fh), args.plot)
+        return
     results = [
         run(lib, algo, seed, args.timesteps, args.eval_every)
         for seed in args.seeds
@@ -127,6 +157,8 @@ def main() -> None:
     if args.out:
         with open(args.out, "w") as fh:
             json.dump(report, fh, indent=1)
+    if args.plot:
+        plot(report, args.plot)
 
 
 if __name__ == "__main__":
