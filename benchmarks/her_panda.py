@@ -44,6 +44,17 @@ HER_KWARGS = dict(n_sampled_goal=4, goal_selection_strategy="future")
 EVAL_EPISODES = 50
 
 
+class SeedEachReset(gym.Wrapper):
+    """panda-gym reseeds its task's generator at every ``reset`` (from OS entropy when ``seed`` is None), so the
+    goals after the first episode differ from run to run: seed every reset from the env's own generator (seeded
+    by the first reset), which makes a seeded run repeatable."""
+
+    def reset(self, *, seed=None, options=None):
+        if seed is None:
+            seed = int(self.env.unwrapped.np_random.integers(2**31))
+        return self.env.reset(seed=seed, options=options)
+
+
 def success_rate(model, seed: int, episodes: int = EVAL_EPISODES) -> float:
     """Fraction of ``episodes`` deterministic episodes (seeds ``seed .. seed + episodes - 1``) that succeed."""
     env = gym.make(ENV_ID)
@@ -61,7 +72,7 @@ def success_rate(model, seed: int, episodes: int = EVAL_EPISODES) -> float:
 
 
 def make_model(lib: str, algo: str, seed: int):
-    env = gym.make(ENV_ID)
+    env = SeedEachReset(gym.make(ENV_ID))
     n_actions = env.action_space.shape[0]
     if lib == "rlkit":
         from rlkit_td3 import DDPG, TD3, HerReplayBuffer
