@@ -26,6 +26,7 @@ from gymnasium.envs.registration import load_env_creator
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv, VectorEnv, VectorWrapper
 from gymnasium.wrappers.vector import RecordEpisodeStatistics
 
+from rlkit_td3 import sb3_import
 from rlkit_td3.buffers import BUFFER_REGISTRY, ReplayBuffer, ReplayBufferSamples
 from rlkit_td3.callbacks import MaybeCallback, convert_callback
 from rlkit_td3.evaluation import is_sb3_vec_env
@@ -1792,6 +1793,10 @@ class OffPolicyAlgorithm:
             ValueError: a bad argument value, or ``env``'s spaces differ from the model's.
             FileNotFoundError: no file at ``path`` (nor at ``path + ".zip"``).
         """
+        if sb3_import.is_sb3_zip(path):  # a file written by Stable-Baselines3 2.x TD3/DDPG
+            return sb3_import.load_sb3_model(
+                cls, path, env, device, custom_objects, print_system_info, force_reset, allow_pickle, **kwargs
+            )
         require_bool("allow_pickle", allow_pickle)
         require_bool("print_system_info", print_system_info)
         require_bool("force_reset", force_reset)
