@@ -90,6 +90,10 @@ _RUNTIME_STATE = frozenset(
 """Pickled fields that a loaded model does not need: it resets its envs and rebuilds its schedule and policy."""
 
 
+class UnsupportedModelError(ValueError):
+    """The file is an SB3 model of another algorithm or policy than TD3 / DDPG with ``MlpPolicy``."""
+
+
 # ---------------------------------------------------------------------------- detection and reading
 def is_sb3_zip(path: Any) -> bool:
     """Whether ``path`` (or ``path + ".zip"``, SB3's rule) is a zip archive laid out as SB3 writes models: a
@@ -170,10 +174,6 @@ def read_sb3_zip(path: str | Path) -> tuple[dict[str, Any], dict[str, Any], str]
             seen: set[str] = set()
             for info in archive.infolist():
                 name = info.filename
-                if name not in SB3_ENTRIES:
-                    raise ModelFileError(
-                        f"{path}: unexpected entry {name[:200]!r}; an SB3 model file holds {sorted(SB3_ENTRIES)}"
-                    )
                 if name in seen:
                     raise ModelFileError(f"{path}: entry {name!r} appears twice")
                 seen.add(name)
@@ -188,6 +188,16 @@ def read_sb3_zip(path: str | Path) -> tuple[dict[str, Any], dict[str, Any], str]
                 raise ModelFileError(f"{path}: entry {DATA_ENTRY!r} is not valid JSON ({exc})") from exc
             if not isinstance(data, dict):
                 raise ModelFileError(f"{path}: entry {DATA_ENTRY!r} is not a JSON object")
+            try:
+                _check_policy_class(data)  # another algorithm's file: say so before anything else
+            except UnsupportedModelError as exc:
+                raise UnsupportedModelError(f"{path}: {exc}") from None
+            unexpected = sorted(seen - SB3_ENTRIES)
+            if unexpected:
+                raise ModelFileError(
+                    f"{path}: unexpected entry {unexpected[0][:200]!r}; an SB3 TD3/DDPG file holds "
+                    f"{sorted(SB3_ENTRIES)}"
+                )
             version = ""
             if VERSION_ENTRY in seen:
                 version = _read_entry(archive, VERSION_ENTRY, _TEXT_ENTRIES[VERSION_ENTRY], path).decode(
@@ -204,9 +214,7 @@ def read_sb3_zip(path: str | Path) -> tuple[dict[str, Any], dict[str, Any], str]
                         raise ModelFileError(
                             f"{path}: entry {name!r} is unreadable ({type(exc).__name__}: {exc})"
                         ) from exc
-    except ModelFileError:
-        raise
-    except FileNotFoundError:
+    except (ModelFileError, UnsupportedModelError, FileNotFoundError):
         raise
     except Exception as exc:  # noqa: BLE001  (anything that fails while parsing untrusted bytes)
         raise ModelFileError(f"{path}: unreadable SB3 model file ({type(exc).__name__}: {exc})") from exc
@@ -235,7 +243,7 @@ def _space(data: dict[str, Any], key: str, allow_pickle: bool) -> spaces.Box:
         raise ModelFileError(f"{DATA_ENTRY} has no {key!r}; it is not an SB3 model file")
     kind = str(entry.get(":type:", ""))
     if "spaces.box.Box" not in kind:
-        raise ValueError(f"the SB3 model has {key} of type {kind[:100]!r}; supported: {SUPPORTED}")
+        raise UnsupportedModelError(f"the SB3 model has {key} of type {kind[:100]!r}; supported: {SUPPORTED}")
     if allow_pickle:
         space = _unpickle(key, entry)
         if not isinstance(space, spaces.Box):
@@ -320,12 +328,16 @@ def _check_policy_class(data: dict[str, Any]) -> None:
     module, init = str(fields.get("__module__", "?")), str(fields.get("__init__", "?"))
     found = f"{module}, {init.split(' at ')[0].removeprefix('<function ')}"
     if module != _SB3_POLICY_MODULE:
-        raise ValueError(f"the SB3 model's policy is from {module[:100]!r}; supported: {SUPPORTED}")
+        raise UnsupportedModelError(f"the SB3 model's policy is from {module[:100]!r}; supported: {SUPPORTED}")
     if not init.startswith("<function TD3Policy.__init__"):
-        raise ValueError(f"the SB3 model's policy is {found[:200]!r} (CnnPolicy or MultiInputPolicy?); {SUPPORTED}")
+        raise UnsupportedModelError(
+            f"the SB3 model's policy is {found[:200]!r} (CnnPolicy or MultiInputPolicy?); {SUPPORTED}"
+        )
     extractor = _policy_kwargs_fields(data.get("policy_kwargs")).get("features_extractor_class")
     if extractor is not None and "FlattenExtractor" not in str(extractor):
-        raise ValueError(f"the SB3 model uses features extractor {str(extractor)[:100]!r}; supported: {SUPPORTED}")
+        raise UnsupportedModelError(
+            f"the SB3 model uses features extractor {str(extractor)[:100]!r}; supported: {SUPPORTED}"
+        )
 
 
 def _train_freq(value: Any, skipped: dict[str, str]) -> tuple[int, str] | None:
@@ -519,13 +531,12 @@ def load_sb3_model(
     if print_system_info:
         print_system_info_of({"stable_baselines3": version})
     try:
-        _check_policy_class(data)
         observation_space = _space(data, "observation_space", allow_pickle)
         action_space = check_action_space(_space(data, "action_space", allow_pickle))
     except ModelFileError as exc:
         raise ModelFileError(f"{path}: {exc}") from exc
-    except ValueError as exc:
-        raise ValueError(f"{path}: {exc}") from exc
+    except UnsupportedModelError as exc:
+        raise UnsupportedModelError(f"{path}: {exc}") from None
     vec = None if env is None else as_training_env(env)
     skipped: dict[str, str] = {}
     try:
@@ -632,6 +643,8 @@ def _constructor_kwargs(
         if current is not None:
             ctor["learning_rate"] = current
             why += f"; the constant {current!r} (the optimizer's rate when saved) is used"
+        else:
+            why += "; the default 1e-3 is used (pass learning_rate= to load())"
         skipped["learning_rate"] = why
 
     # exploration noise
@@ -746,4 +759,4 @@ def _fill_networks(model: Any, tensors: dict[str, Any], skipped: dict[str, str])
         skipped["pytorch_variables.pth"] = "TD3 and DDPG have no such variables here"
 
 
-__all__ = ["SB3_ENTRIES", "is_sb3_zip", "load_sb3_model", "read_sb3_zip"]
+__all__ = ["SB3_ENTRIES", "UnsupportedModelError", "is_sb3_zip", "load_sb3_model", "read_sb3_zip"]
