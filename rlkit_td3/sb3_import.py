@@ -56,6 +56,7 @@ from rlkit_td3.noise import ActionNoise, NormalActionNoise, OrnsteinUhlenbeckAct
 from rlkit_td3.policies.td3_policy import DEFAULT_NET_ARCH, TD3Policy, parse_net_arch
 from rlkit_td3.serialization import (
     MAX_COMPRESSION_RATIO,
+    MAX_ENTRY_BYTES,
     MAX_METADATA_BYTES,
     ModelFileError,
     _read_entry,
@@ -150,12 +151,13 @@ def _entry_limits(data: dict[str, Any]) -> dict[str, int]:
     critic = n_critics * sum(a * b + b for a, b in zip([obs_dim + act_dim, *qf], [*qf, 1]))
     n_tensors = 4 * (len(pi) + 1) + 4 * n_critics * (len(qf) + 1)
     slack = ENTRY_OVERHEAD_BYTES + TENSOR_OVERHEAD_BYTES * 3 * n_tensors
-    return {
+    limits = {
         "policy.pth": 2 * 8 * (actor + critic) + slack,
         "actor.optimizer.pth": 3 * 8 * actor + slack,
         "critic.optimizer.pth": 3 * 8 * critic + slack,
         "pytorch_variables.pth": ENTRY_OVERHEAD_BYTES,
     }
+    return {name: min(limit, MAX_ENTRY_BYTES) for name, limit in limits.items()}
 
 
 def read_sb3_zip(path: str | Path) -> tuple[dict[str, Any], dict[str, Any], str]:
@@ -342,8 +344,8 @@ def _check_policy_class(data: dict[str, Any]) -> None:
 
 def _train_freq(value: Any, skipped: dict[str, str]) -> tuple[int, str] | None:
     """SB3's ``TrainFreq(frequency, unit)`` from its pickle's opcodes, or None (reported)."""
-    if isinstance(value, list) and len(value) == 2:  # older files stored a plain pair
-        return int(value[0]), str(value[1])
+    if isinstance(value, list) and len(value) == 2 and value[1] in ("step", "episode"):  # a plain pair
+        return _int("train_freq", value[0], 1, MAX_COUNTER), value[1]
     if _pickled(value):
         strings, ints = _pickle_scan(value)
         units = [s for s in strings if s in ("step", "episode")]
@@ -437,54 +439,50 @@ def _optimizer_state(
     """SB3's optimizer state mapped onto ``optimizer`` (ours, freshly built), or why it cannot be.
 
     ``critic_layout`` is ``(n_critics, n_layers)`` for the critic optimizer: SB3 orders its parameters critic by
-    critic (weight, bias per layer), ours layer by layer (all weights, then all biases), stacked.
+    critic (weight, bias per layer), ours layer by layer (all weights, then all biases), stacked. The result has
+    passed `rlkit_td3.file_checks.check_optimizer_state` (shapes, dtypes, finite values, hyperparameters).
     """
     if not isinstance(state, dict) or not isinstance(state.get("param_groups"), list):
         return "not an optimizer state dict"
-    groups = state["param_groups"]
+    groups, per_param = state["param_groups"], state.get("state")
     if len(groups) != 1 or not isinstance(groups[0], dict):
         return f"{len(groups)} parameter groups, expected 1"
-    per_param = state.get("state")
-    if not isinstance(per_param, dict):
+    if not isinstance(per_param, dict) or not all(isinstance(v, dict) for v in per_param.values()):
         return "no per-parameter state"
     built = optimizer.state_dict()["param_groups"][0]
     group = dict(built, lr=groups[0].get("lr"))
     n_ours = len(built["params"])
-    if not per_param:
-        return {"state": {}, "param_groups": [group]}
-    if critic_layout is None:
-        mapped = {i: per_param.get(i) for i in range(n_ours)}
-    else:
-        n_critics, n_layers = critic_layout
-        mapped = {}
-        for ours_id in range(n_ours):
+    n_critics, n_layers = critic_layout or (1, n_ours // 2)
+    if per_param and set(per_param) != set(range(n_critics * n_ours)):
+        return f"state for parameter ids {sorted(map(str, per_param))[:6]}, SB3's layout has {n_critics * n_ours}"
+    mapped: dict[int, dict[str, Any]] = {}
+    try:
+        for ours_id in range(n_ours if per_param else 0):
+            if critic_layout is None:
+                mapped[ours_id] = per_param[ours_id]
+                continue
             is_bias, layer = divmod(ours_id, n_layers)
-            parts = [per_param.get(k * 2 * n_layers + 2 * layer + is_bias) for k in range(n_critics)]
-            if any(not isinstance(p, dict) for p in parts) or any(set(p) != set(parts[0]) for p in parts):
-                return f"parameter {ours_id} has no state, or not the same kinds of state for every critic"
+            parts = [per_param[k * 2 * n_layers + 2 * layer + is_bias] for k in range(n_critics)]
+            if any(set(p) != set(parts[0]) for p in parts):
+                return f"parameter {ours_id} has not the same kinds of state for every critic"
             merged: dict[str, Any] = {}
-            for key, value in parts[0].items():
+            for key, first in parts[0].items():
                 values = [p[key] for p in parts]
-                if not all(isinstance(v, torch.Tensor) for v in values):
-                    return f"state {key!r} is not a tensor"
-                if value.dim() == 0:
-                    if not all(bool(torch.equal(v, value)) for v in values):
+                if not all(isinstance(v, torch.Tensor) and v.shape == first.shape for v in values):
+                    return f"state {key!r} is not a tensor of one shape for every critic"
+                if first.dim() == 0:
+                    if not all(bool(torch.equal(v, first)) for v in values):
                         return f"state {key!r} differs between critics"
-                    merged[key] = value
+                    merged[key] = first
                 elif is_bias:
                     merged[key] = torch.stack([v.unsqueeze(0) for v in values])
                 else:
-                    merged[key] = torch.stack([v.T for v in values])
+                    merged[key] = torch.stack([v.transpose(0, 1) for v in values])
             mapped[ours_id] = merged
-    if any(not isinstance(v, dict) for v in mapped.values()) or len(per_param) != sum(
-        1 for p in per_param.values() if isinstance(p, dict)
-    ):
-        return "not every parameter has a state"
-    if critic_layout is None and set(per_param) != set(mapped):
-        return f"state for parameter ids {sorted(map(str, per_param))[:6]}, the optimizer has {n_ours}"
-    candidate = {"state": mapped, "param_groups": [group]}
+    except (RuntimeError, IndexError, TypeError, AttributeError) as exc:
+        return f"its tensors do not fit the networks ({type(exc).__name__}: {str(exc)[:100]})"
     try:
-        return check_optimizer_state(entry, candidate, optimizer)
+        return check_optimizer_state(entry, {"state": mapped, "param_groups": [group]}, optimizer)
     except ModelFileError as exc:
         return str(exc)
 
@@ -577,14 +575,22 @@ def load_sb3_model(
         f"a replay buffer of {model.buffer_size} transitions (pass a smaller buffer_size= to load())",
         model.buffer_size * per_row,
     )
-    model.n_envs = n_envs
-    if vec is not None:
-        model._set_env_and_spaces(vec)
-    model._setup_model()
     try:
-        _fill_networks(model, tensors, skipped)
+        # the stored tensors must be exactly the declared networks before any network is built (a forged
+        # net_arch cannot make loading allocate more than the file holds)
+        pi, qf = parse_net_arch(model.policy_kwargs.get("net_arch", DEFAULT_NET_ARCH))
+        n_critics = _int("policy_kwargs.n_critics", model.policy_kwargs.get("n_critics", 2), 1, 1024)
+        expected = _sb3_policy_shapes(obs_dim, act_dim, pi, qf, n_critics)
+        state = _policy_state(tensors.get("policy.pth"), expected, n_critics, len(qf) + 1)
+        model.n_envs = n_envs
+        if vec is not None:
+            model._set_env_and_spaces(vec)
+        model._setup_model()
+        _fill_networks(model, state, tensors, skipped)
     except ModelFileError as exc:
         raise ModelFileError(f"{path}: {exc}") from exc
+    except (TypeError, ValueError) as exc:  # the networks data declares are malformed
+        raise ModelFileError(f"{path}: malformed SB3 model ({type(exc).__name__}: {exc})") from exc
     model.num_timesteps, model._n_updates, model._episode_num = counters
     model._fit_to_env(strict=False)
     model.sb3_import_report = dict(skipped)
@@ -732,16 +738,12 @@ def _policy_kwargs(value: Any, allow_pickle: bool, custom: dict[str, Any], skipp
     return out
 
 
-def _fill_networks(model: Any, tensors: dict[str, Any], skipped: dict[str, str]) -> None:
-    """Copy SB3's weights into ``model.policy`` (checked) and its optimizer states where they map."""
+def _fill_networks(model: Any, state: dict[str, Any], tensors: dict[str, Any], skipped: dict[str, str]) -> None:
+    """Copy the mapped weights into ``model.policy`` (checked) and SB3's optimizer states where they map."""
     policy: TD3Policy = model.policy
-    obs_dim = int(np.prod(model.observation_space.shape))
-    act_dim = int(np.prod(model.action_space.shape))
-    pi, qf = parse_net_arch(policy.net_arch)
-    expected = _sb3_policy_shapes(obs_dim, act_dim, pi, qf, policy.n_critics)
-    state = _policy_state(tensors.get("policy.pth"), expected, policy.n_critics, len(qf) + 1)
     check_policy_state("policy.pth", state, policy)
     policy.load_state_dict(state)
+    _, qf = parse_net_arch(policy.net_arch)
     layouts = {"actor": None, "critic": (policy.n_critics, len(qf) + 1)}
     for name, layout in layouts.items():
         entry = f"{name}.optimizer.pth"
@@ -755,7 +757,7 @@ def _fill_networks(model: Any, tensors: dict[str, Any], skipped: dict[str, str])
         else:
             optimizer.load_state_dict(mapped)
     variables = tensors.get("pytorch_variables.pth")
-    if variables not in (None, {}):
+    if variables is not None and not (isinstance(variables, dict) and not variables):
         skipped["pytorch_variables.pth"] = "TD3 and DDPG have no such variables here"
 
 

@@ -252,10 +252,11 @@ def test_truncated_zip(sb3_td3, tmp_path):
         TD3.load(truncated)
 
 
-def test_tensor_shapes_checked(sb3_td3, tmp_path):
+@pytest.mark.parametrize("net_arch", [[32, 33], [2**20, 2**20]])
+def test_tensor_shapes_checked_before_building(sb3_td3, tmp_path, net_arch):
     path, _ = sb3_td3
     data = _data(path)
-    data["policy_kwargs"]["net_arch"] = [32, 33]
+    data["policy_kwargs"]["net_arch"] = net_arch  # 2**20: networks of terabytes, refused before they are built
     with pytest.raises(ModelFileError, match=r"policy\.pth"):
         TD3.load(_rewrite(path, tmp_path / "arch.zip", data))
 
