@@ -160,8 +160,11 @@ def _entry_limits(data: dict[str, Any]) -> dict[str, int]:
     return {name: min(limit, MAX_ENTRY_BYTES) for name, limit in limits.items()}
 
 
-def read_sb3_zip(path: str | Path) -> tuple[dict[str, Any], dict[str, Any], str]:
-    """``(data, tensors, sb3_version)`` of an SB3 model archive, trusting nothing in it.
+def read_sb3_zip(path: str | Path) -> tuple[dict[str, Any], dict[str, Any], dict[str, str]]:
+    """``(data, tensors, system)`` of an SB3 model archive, trusting nothing in it.
+
+    ``data`` is the parsed ``data`` JSON, ``tensors`` the ``.pth`` entries by name, ``system`` the versions that
+    wrote the file (``stable_baselines3``, ``python``, ``torch``, ... from ``system_info.txt``).
 
     Entries are checked before anything is read: only the names SB3 writes, no duplicates, compression ratios
     bounded, ``data`` at most `rlkit_td3.serialization.MAX_METADATA_BYTES`, each tensor entry at most what the
@@ -200,11 +203,14 @@ def read_sb3_zip(path: str | Path) -> tuple[dict[str, Any], dict[str, Any], str]
                     f"{path}: unexpected entry {unexpected[0][:200]!r}; an SB3 TD3/DDPG file holds "
                     f"{sorted(SB3_ENTRIES)}"
                 )
-            version = ""
-            if VERSION_ENTRY in seen:
-                version = _read_entry(archive, VERSION_ENTRY, _TEXT_ENTRIES[VERSION_ENTRY], path).decode(
-                    "utf-8", "replace"
-                )
+            text = {
+                name: _read_entry(archive, name, limit, path).decode("utf-8", "replace")
+                for name, limit in _TEXT_ENTRIES.items()
+                if name in seen
+            }
+            version = text.get(VERSION_ENTRY, "")
+            system = _system_info(text.get("system_info.txt", ""))
+            system.setdefault("stable_baselines3", version.strip())
             limits = _entry_limits(data)
             tensors = {}
             for name in _TENSOR_ENTRIES:
@@ -220,7 +226,22 @@ def read_sb3_zip(path: str | Path) -> tuple[dict[str, Any], dict[str, Any], str]
         raise
     except Exception as exc:  # noqa: BLE001  (anything that fails while parsing untrusted bytes)
         raise ModelFileError(f"{path}: unreadable SB3 model file ({type(exc).__name__}: {exc})") from exc
-    return data, tensors, version.strip()
+    return data, tensors, system
+
+
+_SYSTEM_KEYS = {"OS": "platform", "Python": "python", "PyTorch": "torch", "Numpy": "numpy", "Gymnasium": "gymnasium"}
+
+
+def _system_info(text: str) -> dict[str, str]:
+    """SB3's ``system_info.txt`` (``- Python: 3.11.7`` lines) under the keys ``print_system_info`` shows."""
+    info = {}
+    for line in text.splitlines():
+        key, _, value = line.removeprefix("- ").partition(": ")
+        if key in _SYSTEM_KEYS:
+            info[_SYSTEM_KEYS[key]] = value.strip()
+        elif key == "Stable-Baselines3":
+            info["stable_baselines3"] = value.strip()
+    return info
 
 
 # ---------------------------------------------------------------------------- readable fields
@@ -511,8 +532,9 @@ def load_sb3_model(
 
     Raises:
         ModelFileError: the file is unreadable or inconsistent (naming the entry or field).
-        ValueError: the file holds another SB3 algorithm or policy (naming it and what is supported), or a TD3
-            model is loaded with ``DDPG.load``; ``env``'s spaces differ from the model's.
+        UnsupportedModelError: (a ``ValueError``) the file holds another SB3 algorithm or policy, naming it and
+            what is supported.
+        ValueError: a TD3 model loaded with ``DDPG.load``; ``env``'s spaces differ from the model's.
         TypeError: a bad argument type or an unknown keyword.
     """
     from rlkit_td3.ddpg import DDPG
@@ -525,9 +547,10 @@ def load_sb3_model(
     custom = check_custom_objects(cls, custom_objects)
     check_load_overrides(cls, kwargs)
     device = _check_device(device)
-    data, tensors, version = read_sb3_zip(path)
+    data, tensors, system = read_sb3_zip(path)
+    version = system.get("stable_baselines3", "")
     if print_system_info:
-        print_system_info_of({"stable_baselines3": version})
+        print_system_info_of(system)
     try:
         observation_space = _space(data, "observation_space", allow_pickle)
         action_space = check_action_space(_space(data, "action_space", allow_pickle))
@@ -535,12 +558,16 @@ def load_sb3_model(
         raise ModelFileError(f"{path}: {exc}") from exc
     except UnsupportedModelError as exc:
         raise UnsupportedModelError(f"{path}: {exc}") from None
+    except (TypeError, ValueError) as exc:  # check_action_space: e.g. unbounded actions
+        raise ModelFileError(f"{path}: {exc}") from exc
     vec = None if env is None else as_training_env(env)
     skipped: dict[str, str] = {}
     try:
         ctor, n_envs, counters = _constructor_kwargs(data, tensors, action_space, allow_pickle, custom, skipped)
     except ModelFileError as exc:
         raise ModelFileError(f"{path}: {exc}") from exc
+    except (TypeError, ValueError, AttributeError, KeyError) as exc:  # e.g. an unpickled noise of another shape
+        raise ModelFileError(f"{path}: malformed SB3 model ({type(exc).__name__}: {exc})") from exc
     if issubclass(cls, DDPG):
         # SB3's DDPG stores target_policy_noise=0.1 with target_noise_clip=0: the clipped noise is zero
         found = {key: ctor[key] for key in ("policy_delay", "target_policy_noise", "target_noise_clip")}

@@ -297,6 +297,13 @@ def test_load_argument_rules(sb3_td3):
         TD3.load(path, env="MountainCarContinuous-v0")
 
 
+def test_print_system_info(sb3_td3, capsys):
+    path, _ = sb3_td3
+    TD3.load(path, print_system_info=True)
+    out = capsys.readouterr().out
+    assert f"torch: {torch.__version__} | {torch.__version__}" in out  # the file's (from system_info.txt) | ours
+
+
 # ---------------------------------------------------------------------------- training on
 def test_learn_after_import(sb3_td3):
     path, _ = sb3_td3
