@@ -74,7 +74,6 @@ SB3_ENTRIES = frozenset({DATA_ENTRY, *_TEXT_ENTRIES, *_TENSOR_ENTRIES})
 
 SUPPORTED = "Stable-Baselines3 2.x TD3 or DDPG with MlpPolicy (Box observation and action spaces)"
 _SB3_POLICY_MODULE = "stable_baselines3.td3.policies"
-_MAX_PICKLE_SCAN_BYTES = 64 * 2**10
 _MAX_N_ENVS = 65_536
 _RUNTIME_STATE = frozenset(
     {
@@ -122,23 +121,24 @@ def _unpickle(field: str, value: dict[str, Any]) -> Any:
         raise ModelFileError(f"{DATA_ENTRY}[{field!r}] could not be unpickled ({type(exc).__name__}: {exc})") from exc
 
 
-def _pickle_scan(value: dict[str, Any]) -> tuple[list[str], list[int]]:
-    """The strings and integers a small ``:serialized:`` payload pushes, read with ``pickletools.genops``:
-    the opcodes are listed, nothing is imported or built. ``([], [])`` when the payload is not a readable
-    pickle."""
+def _pickle_scan(value: dict[str, Any]) -> tuple[list[str], list[int], list[bytes]]:
+    """The strings, integers and byte strings a ``:serialized:`` payload pushes, in order, read with
+    ``pickletools.genops``: the opcodes are listed, nothing is imported or built. Empty lists when the payload
+    is not a readable pickle. (Its size is bounded by the ``data`` entry's.)"""
+    strings: list[str] = []
+    ints: list[int] = []
+    blobs: list[bytes] = []
     try:
-        data = base64.b64decode(value[":serialized:"], validate=True)
-        if len(data) > _MAX_PICKLE_SCAN_BYTES:
-            return [], []
-        strings, ints = [], []
-        for opcode, arg, _ in pickletools.genops(data):
-            if opcode.name in ("SHORT_BINUNICODE", "BINUNICODE", "UNICODE"):
+        for opcode, arg, _ in pickletools.genops(base64.b64decode(value[":serialized:"], validate=True)):
+            if opcode.name in ("SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "UNICODE"):
                 strings.append(arg)
             elif opcode.name in ("BININT", "BININT1", "BININT2", "LONG1"):
                 ints.append(int(arg))
-        return strings, ints
+            elif opcode.name in ("SHORT_BINBYTES", "BINBYTES", "BINBYTES8", "BYTEARRAY8"):
+                blobs.append(bytes(arg))
     except (binascii.Error, ValueError, TypeError, KeyError):
-        return [], []
+        return [], [], []
+    return strings, ints, blobs
 
 
 def _entry_limits(data: dict[str, Any]) -> dict[str, int]:
@@ -246,7 +246,8 @@ def _system_info(text: str) -> dict[str, str]:
 
 # ---------------------------------------------------------------------------- readable fields
 def _array_from_text(field: str, text: Any, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-    """An array from NumPy's ``str()`` of it (``"[-1. -1. -8.]"``); summarised output (``...``) is refused."""
+    """An array from NumPy's ``str()`` of it (``"[-1. -1. -8.]"``), parsed in float64 and cast to ``dtype``;
+    summarised output (``...``) is refused."""
     if not isinstance(text, str) or "..." in text or len(text) > 2**20:
         raise ModelFileError(
             f"{DATA_ENTRY}[{field!r}] is {str(text)[:80]!r}, not a complete printed array: load with "
@@ -282,12 +283,42 @@ def _space(data: dict[str, Any], key: str, allow_pickle: bool) -> spaces.Box:
         raise ModelFileError(f"{DATA_ENTRY}[{key!r}]['dtype'] = {str(entry.get('dtype'))[:40]!r}") from exc
     if dtype.kind not in "fiu":
         raise ModelFileError(f"{DATA_ENTRY}[{key!r}] has dtype {dtype}, not a numeric one")
-    low = _array_from_text(f"{key}.low", entry.get("low"), shape, dtype)
-    high = _array_from_text(f"{key}.high", entry.get("high"), shape, dtype)
+    low, high = _box_bounds(key, entry, shape, dtype)
     try:
         return spaces.Box(low=low, high=high, shape=shape, dtype=dtype)
     except (ValueError, TypeError) as exc:
         raise ModelFileError(f"{DATA_ENTRY}[{key!r}] describes no valid Box ({exc})") from exc
+
+
+def _box_bounds(key: str, entry: dict[str, Any], shape: tuple[int, ...], dtype: np.dtype) -> tuple[np.ndarray, ...]:
+    """A Box's ``low`` and ``high``, exact.
+
+    The printed fields round (NumPy prints at most 8 decimals: ``0.00012345679`` shows as ``0.00012346``), so
+    the bounds are taken from the raw array bytes in the space's pickle (the first two byte strings of the
+    array's size, listed by `_pickle_scan()`: nothing is unpickled) when they agree with the printed values
+    to print precision; otherwise, or when the pickle holds no such bytes, from the printed values.
+    """
+    printed = []
+    for name in ("low", "high"):
+        try:
+            printed.append(_array_from_text(f"{key}.{name}", entry.get(name), shape, np.dtype(np.float64)))
+        except ModelFileError:
+            printed.append(None)
+    size = math.prod(shape) * dtype.itemsize
+    raw = [blob for blob in _pickle_scan(entry)[2] if len(blob) == size][:2]
+    if len(raw) == 2:
+        exact = [np.frombuffer(blob, dtype=dtype).reshape(shape).copy() for blob in raw]
+        with np.errstate(invalid="ignore", over="ignore"):
+            agree = all(
+                text is None or bool(np.all(np.isclose(text, bound.astype(np.float64), rtol=1e-7, atol=1e-8)))
+                for text, bound in zip(printed, exact)
+            )
+        if agree and bool(np.all(exact[0] <= exact[1])):
+            return exact[0], exact[1]
+    for name, text in zip(("low", "high"), printed):
+        if text is None:  # raise the printed field's own error
+            _array_from_text(f"{key}.{name}", entry.get(name), shape, dtype)
+    return printed[0].astype(dtype), printed[1].astype(dtype)
 
 
 def _int(field: str, value: Any, low: int, high: int) -> int:
@@ -368,7 +399,7 @@ def _train_freq(value: Any, skipped: dict[str, str]) -> tuple[int, str] | None:
     if isinstance(value, list) and len(value) == 2 and value[1] in ("step", "episode"):  # a plain pair
         return _int("train_freq", value[0], 1, MAX_COUNTER), value[1]
     if _pickled(value):
-        strings, ints = _pickle_scan(value)
+        strings, ints, _ = _pickle_scan(value)
         units = [s for s in strings if s in ("step", "episode")]
         if "TrainFreq" in strings and len(units) == 1 and len(ints) == 1 and ints[0] >= 1:
             return ints[0], units[0]

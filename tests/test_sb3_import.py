@@ -9,6 +9,7 @@ import warnings
 import zipfile
 from pathlib import Path
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import stable_baselines3 as sb3
@@ -322,3 +323,34 @@ def test_other_td3_policy_refused(sb3_td3, tmp_path):
     data["policy_class"]["__init__"] = "<function CnnPolicy.__init__ at 0x7f0000000000>"
     with pytest.raises(UnsupportedModelError, match="CnnPolicy"):
         TD3.load(_rewrite(path, tmp_path / "cnn.zip", data))
+
+
+class _FineBoundsEnv(gym.Env):
+    """Bounds that NumPy prints rounded (0.00012345679 shows as 0.00012346)."""
+
+    observation_space = gym.spaces.Box(
+        np.array([-1.0, 0.00012345679], dtype=np.float32), np.array([1.0, 0.0002], dtype=np.float32)
+    )
+    action_space = gym.spaces.Box(np.array([-0.33333334], dtype=np.float32), np.array([0.00012345679], np.float32))
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return self.observation_space.sample(), {}
+
+    def step(self, action):
+        return self.observation_space.sample(), 0.0, False, False, {}
+
+
+def test_bounds_exact_where_printed_rounded(tmp_path):
+    sb3_model = sb3.TD3("MlpPolicy", _FineBoundsEnv(), policy_kwargs={"net_arch": [8]}, device="cpu", seed=0)
+    sb3_model.save(tmp_path / "fine.zip")
+    assert "0.00012346" in json.dumps(_data(tmp_path / "fine.zip")["action_space"]["high"])  # the printed copy
+    model, _ = _load(TD3, tmp_path / "fine.zip")
+    for ours, theirs in (
+        (model.observation_space, sb3_model.observation_space),
+        (model.action_space, sb3_model.action_space),
+    ):
+        np.testing.assert_array_equal(ours.low, theirs.low)
+        np.testing.assert_array_equal(ours.high, theirs.high)
+    obs = _observations(model.observation_space, 200)
+    np.testing.assert_allclose(model.predict(obs)[0], sb3_model.predict(obs, deterministic=True)[0], atol=1e-6, rtol=0)
