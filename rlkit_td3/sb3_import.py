@@ -30,6 +30,7 @@ import pickletools
 import re
 import warnings
 import zipfile
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -160,6 +161,14 @@ def _entry_limits(data: dict[str, Any]) -> dict[str, int]:
     return {name: min(limit, MAX_ENTRY_BYTES) for name, limit in limits.items()}
 
 
+def _read(archive: zipfile.ZipFile, name: str, limit: int, path: Any) -> bytes:
+    """An entry's bytes, at most ``limit`` (`rlkit_td3.serialization._read_entry`), a damaged one named."""
+    try:
+        return _read_entry(archive, name, limit, path)
+    except (zipfile.BadZipFile, EOFError, OSError, zlib.error) as exc:
+        raise ModelFileError(f"{path}: entry {name!r} is damaged ({type(exc).__name__}: {exc})") from exc
+
+
 def read_sb3_zip(path: str | Path) -> tuple[dict[str, Any], dict[str, Any], dict[str, str]]:
     """``(data, tensors, system)`` of an SB3 model archive, trusting nothing in it.
 
@@ -188,7 +197,7 @@ def read_sb3_zip(path: str | Path) -> tuple[dict[str, Any], dict[str, Any], dict
                 if name not in seen:
                     raise ModelFileError(f"{path}: no {name!r} entry; an SB3 model file has one")
             try:
-                data = json.loads(_read_entry(archive, DATA_ENTRY, MAX_METADATA_BYTES, path))
+                data = json.loads(_read(archive, DATA_ENTRY, MAX_METADATA_BYTES, path))
             except (UnicodeDecodeError, ValueError) as exc:
                 raise ModelFileError(f"{path}: entry {DATA_ENTRY!r} is not valid JSON ({exc})") from exc
             if not isinstance(data, dict):
@@ -204,7 +213,7 @@ def read_sb3_zip(path: str | Path) -> tuple[dict[str, Any], dict[str, Any], dict
                     f"{sorted(SB3_ENTRIES)}"
                 )
             text = {
-                name: _read_entry(archive, name, limit, path).decode("utf-8", "replace")
+                name: _read(archive, name, limit, path).decode("utf-8", "replace")
                 for name, limit in _TEXT_ENTRIES.items()
                 if name in seen
             }
@@ -215,7 +224,7 @@ def read_sb3_zip(path: str | Path) -> tuple[dict[str, Any], dict[str, Any], dict
             tensors = {}
             for name in _TENSOR_ENTRIES:
                 if name in seen:
-                    raw = _read_entry(archive, name, limits[name], path)
+                    raw = _read(archive, name, limits[name], path)
                     try:
                         tensors[name] = torch.load(io.BytesIO(raw), map_location="cpu", weights_only=True)
                     except Exception as exc:  # noqa: BLE001  (untrusted bytes)

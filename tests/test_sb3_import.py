@@ -244,6 +244,19 @@ def test_corrupt_entry_names_it(sb3_td3, tmp_path, entry, content, match):
         TD3.load(bad)
 
 
+def test_damaged_entry_named(sb3_td3, tmp_path):
+    path, _ = sb3_td3
+    raw = bytearray(path.read_bytes())
+    with zipfile.ZipFile(path) as archive:
+        info = archive.getinfo("policy.pth")
+    start = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra)  # the entry's stored bytes
+    raw[start + info.compress_size // 2] ^= 0xFF
+    damaged = tmp_path / "damaged.zip"
+    damaged.write_bytes(bytes(raw))
+    with pytest.raises(ModelFileError, match="'policy.pth'"):
+        TD3.load(damaged)
+
+
 def test_truncated_zip(sb3_td3, tmp_path):
     path, _ = sb3_td3
     raw = path.read_bytes()
