@@ -63,6 +63,8 @@ from rlkit_td3.serialization import (
     _read_entry,
     require_bool,
 )
+from rlkit_td3.utils import _check_device
+from rlkit_td3.vec_env.training_env import as_training_env, check_action_space
 
 DATA_ENTRY = "data"
 """The JSON entry of an SB3 model file."""
@@ -578,7 +580,7 @@ def load_sb3_model(
         TypeError: a bad argument type or an unknown keyword.
     """
     from rlkit_td3.ddpg import DDPG
-    from rlkit_td3.off_policy import OffPolicyAlgorithm, _check_device, as_training_env, check_action_space
+    from rlkit_td3.off_policy import OffPolicyAlgorithm
 
     require_bool("allow_pickle", allow_pickle)
     require_bool("print_system_info", print_system_info)
