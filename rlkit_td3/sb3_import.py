@@ -14,9 +14,10 @@ An SB3 model file is a zip archive (format facts from SB3's ``common/save_util.p
 
 `load_sb3_model()` (what ``TD3.load`` / ``DDPG.load`` call when `is_sb3_zip()` says the file is one) rebuilds
 the model from the readable fields only. A ``:serialized:`` payload is never unpickled unless
-``allow_pickle=True``; the few small ones whose content is needed and plain (``train_freq``) are read with
-``pickletools.genops``, which lists opcodes and builds no object. Whatever cannot be restored is skipped,
-listed in one ``UserWarning`` and in ``model.sb3_import_report``.
+``allow_pickle=True``. Two values are read from inside payloads with ``pickletools.genops``, which lists
+opcodes and builds no object: ``train_freq`` (no readable copy) and the spaces' exact bounds (their printed
+copies round). Whatever cannot be restored is skipped, listed in one ``UserWarning`` and in
+``model.sb3_import_report``; other algorithms and policies raise `UnsupportedModelError`.
 """
 
 from __future__ import annotations
@@ -120,7 +121,7 @@ def _unpickle(field: str, value: dict[str, Any]) -> Any:
 
     try:
         return cloudpickle.loads(base64.b64decode(value[":serialized:"]))
-    except Exception as exc:  # noqa: BLE001  (an unpicklable field: reported by the caller)
+    except Exception as exc:  # noqa: BLE001  (whatever unpickling a file's bytes raises is the file's fault)
         raise ModelFileError(f"{DATA_ENTRY}[{field!r}] could not be unpickled ({type(exc).__name__}: {exc})") from exc
 
 
