@@ -249,3 +249,27 @@ def test_n_steps_one_training_is_bitwise_the_plain_buffer(optimize):
     assert plain._n_updates == n1._n_updates > 200
     for a, b in zip(plain.policy.state_dict().values(), n1.policy.state_dict().values()):
         assert torch.equal(a, b)
+
+
+def test_model_file_keeps_n_steps_and_refuses_a_bad_one(tmp_path):
+    import json
+    import zipfile
+
+    model = _model(n_steps=4, gamma=0.95).learn(60)
+    model.save(tmp_path / "m.zip", include_buffer=True)
+    loaded = TD3.load(tmp_path / "m.zip")
+    assert loaded.n_steps == 4 and type(loaded.replay_buffer) is NStepReplayBuffer
+    assert loaded.replay_buffer.n_steps == 4 and loaded.replay_buffer.gamma == 0.95
+    rows = np.arange(model.replay_buffer.size())
+    for a, b in zip(model.replay_buffer._get_samples(rows), loaded.replay_buffer._get_samples(rows)):
+        assert torch.equal(a, b)
+    with zipfile.ZipFile(tmp_path / "m.zip") as src, zipfile.ZipFile(tmp_path / "bad.zip", "w") as dst:
+        for name in src.namelist():
+            data = src.read(name)
+            if name == "metadata.json":
+                meta = json.loads(data)
+                meta["hyperparameters"]["n_steps"] = 0
+                data = json.dumps(meta).encode()
+            dst.writestr(name, data)
+    with pytest.raises(ValueError, match="n_steps must be >= 1, got 0"):
+        TD3.load(tmp_path / "bad.zip")

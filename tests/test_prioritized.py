@@ -190,3 +190,16 @@ def test_model_trains_with_prioritized_n_step_replay_and_two_envs(buffer_class):
     assert len(np.unique(updated)) > 20  # priorities moved away from the initial maximum
     if buffer_class is PrioritizedReplayBuffer:
         assert buffer.progress == pytest.approx(1.0 - 1 / 75, abs=0.02)  # beta annealed with training progress
+
+
+@pytest.mark.parametrize("buffer_name", ["PrioritizedReplayBuffer", "LAPReplayBuffer"])
+def test_exact_resume_with_prioritized_n_step_replay_is_bitwise(tmp_path, buffer_name):
+    """Checkpoint at an episode boundary, resume in a new process: parameters, optimizers, buffer (tree, links)
+    and training state end bit for bit as in the uninterrupted run."""
+    from tests.test_resume import _assert_same_run, _run
+
+    kwargs = f"dict(replay_buffer_class=__import__('rlkit_td3.buffers', fromlist=['_']).{buffer_name}, n_steps=3)"
+    straight, resumed, model, at_k = _run(tmp_path, "pendulum_x2", 400, 600, 100, kwargs)
+    assert at_k["all_ended"] and model._n_updates > 0
+    assert "priorities" in straight["buffer"] and "next_row" in straight["buffer"]
+    _assert_same_run(straight, resumed)
