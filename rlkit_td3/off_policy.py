@@ -100,7 +100,8 @@ class OffPolicyAlgorithm:
         critic_learning_rate: overrides ``learning_rate`` for the critics (float or schedule).
         n_steps: n-step returns (SB3's name): targets use ``n_steps`` rewards and the discount ``gamma ** k``
             the buffer reports (see `NStepReplayBuffer`). Default 1: one-step TD3. Needs an ``NStepReplayBuffer``
-            subclass, which is chosen when ``replay_buffer_class`` is not given.
+            subclass, which is chosen when ``replay_buffer_class`` is not given; the model passes ``n_steps`` and
+            ``gamma`` to such a buffer unless ``replay_buffer_kwargs`` sets them (SB3's way, also accepted).
         policy_kwargs: keyword arguments for the policy (``net_arch``, ``activation_fn``, ``n_critics``,
             ``optimizer_class``, ``optimizer_kwargs``). The caller's dict is never modified.
         tensorboard_log: folder for TensorBoard runs; each ``learn`` call logs to
@@ -186,12 +187,12 @@ class OffPolicyAlgorithm:
             )
         self.replay_buffer_class = replay_buffer_class
         self.replay_buffer_kwargs = python_scalars(dict(replay_buffer_kwargs or {}))
-        for key in ("n_steps", "gamma"):
-            if key in self.replay_buffer_kwargs:
-                raise ValueError(
-                    f"replay_buffer_kwargs must not set {key!r} (got {self.replay_buffer_kwargs[key]!r}): "
-                    f"the model passes its own {key} to the buffer"
-                )
+        # SB3's way to configure a given n-step buffer, replay_buffer_kwargs={"n_steps": ..., "gamma": ...}, works too.
+        buffer_n_steps = self.replay_buffer_kwargs.get("n_steps", self.n_steps)
+        if self.n_steps > 1 and buffer_n_steps != self.n_steps:
+            raise ValueError(
+                f"n_steps={self.n_steps} and replay_buffer_kwargs n_steps={buffer_n_steps!r} disagree: give one of them"
+            )
         if not isinstance(optimize_memory_usage, (bool, np.bool_)):
             raise TypeError(f"optimize_memory_usage must be a bool, got {optimize_memory_usage!r}")
         self.optimize_memory_usage = bool(optimize_memory_usage)
@@ -279,12 +280,15 @@ class OffPolicyAlgorithm:
             device=self.device,
             n_envs=self.n_envs,
             seed=buffer_seed,
-            **{"optimize_memory_usage": self.optimize_memory_usage, **self.replay_buffer_kwargs},
-            **(
-                {"n_steps": self.n_steps, "gamma": self.gamma}
-                if issubclass(self.replay_buffer_class, NStepReplayBuffer)
-                else {}
-            ),
+            **{
+                "optimize_memory_usage": self.optimize_memory_usage,
+                **(
+                    {"n_steps": self.n_steps, "gamma": self.gamma}
+                    if issubclass(self.replay_buffer_class, NStepReplayBuffer)
+                    else {}
+                ),
+                **self.replay_buffer_kwargs,
+            },
         )
         self.action_noise = self._make_action_noise(noise_seed)
         self._warmup_rng = np.random.default_rng(warmup_seed)

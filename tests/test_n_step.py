@@ -273,3 +273,10 @@ def test_model_file_keeps_n_steps_and_refuses_a_bad_one(tmp_path):
             dst.writestr(name, data)
     with pytest.raises(ValueError, match="n_steps must be >= 1, got 0"):
         TD3.load(tmp_path / "bad.zip")
+
+
+def test_sb3_style_buffer_kwargs_configure_the_n_step_buffer():
+    model = _model(replay_buffer_class=NStepReplayBuffer, replay_buffer_kwargs={"n_steps": 5, "gamma": 0.9})
+    assert model.replay_buffer.n_steps == 5 and model.replay_buffer.gamma == 0.9
+    with pytest.raises(ValueError, match="n_steps=3 and replay_buffer_kwargs n_steps=5 disagree"):
+        _model(n_steps=3, replay_buffer_kwargs={"n_steps": 5})
