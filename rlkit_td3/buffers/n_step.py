@@ -139,14 +139,18 @@ class NStepReplayBuffer(ReplayBuffer):
             super().add(obs, next_obs, action, reward, terminated, truncated, env_indices)
             return
         envs, rows, overwritten = self._rows_to_write(k, env_indices)
-        self._last_row[np.isin(self._last_row, overwritten)] = -1
+        gone = set(overwritten.tolist())
+        # plain ints: cheaper than array operations for a few envs; a newest transition about to be overwritten
+        # (by another env's row, or dropped from a full memory-optimized ring) has no successor any more
+        last_row = [-1 if r in gone else r for r in self._last_row.tolist()]
         super().add(obs, next_obs, action, reward, terminated, truncated, env_indices)
         self.next_row[overwritten] = -1
         for env, row in zip(envs.tolist(), rows.tolist()):
-            prev = int(self._last_row[env])
+            prev = last_row[env]
             if prev >= 0 and not (self.terminated[prev] or self.truncated[prev]) and self._continues(prev, row):
                 self.next_row[prev] = row
-            self._last_row[env] = row
+            last_row[env] = row
+        self._last_row = np.array(last_row, dtype=np.int64)
 
     def _continues(self, prev: int, row: int) -> bool:
         if self.optimize_memory_usage:

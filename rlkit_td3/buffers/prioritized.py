@@ -77,6 +77,13 @@ class SumTree:
         nodes = self.nodes
         idx = np.asarray(leaves, dtype=np.int64) + self.capacity
         nodes[idx] = values
+        if len(idx) <= 8:  # a few leaves (an env step): walking up one by one is cheaper than array operations
+            for node in idx.tolist():
+                node >>= 1
+                while node:
+                    nodes[node] = nodes[2 * node] + nodes[2 * node + 1]
+                    node >>= 1
+            return
         while True:
             idx = idx >> 1
             if len(idx) > 1:
