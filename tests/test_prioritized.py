@@ -34,7 +34,7 @@ def _filled(buffer: PrioritizedReplayBuffer, n: int) -> PrioritizedReplayBuffer:
 @given(
     n_leaves=st.integers(1, 70),
     updates=st.lists(st.tuples(st.integers(0, 69), st.floats(0.0, 1e3)), min_size=1, max_size=40),
-    chunk=st.integers(1, 8),
+    chunk=st.integers(1, 20),  # up to 8 leaves are walked up one by one, more level by level
 )
 def test_sum_tree_invariants(n_leaves, updates, chunk):
     tree = SumTree(n_leaves)
