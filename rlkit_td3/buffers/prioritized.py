@@ -177,6 +177,11 @@ class PrioritizedReplayBuffer(NStepReplayBuffer):
         return arrays
 
     @property
+    def nbytes(self) -> int:
+        """Bytes held by the storage, the sum-tree's inner nodes included."""
+        return super().nbytes + self.tree.nodes.nbytes - self.tree.leaves.nbytes
+
+    @property
     def current_beta(self) -> float:
         """β at the current training progress (``beta`` at 0, ``beta_final`` at 1)."""
         return self.beta + (self.beta_final - self.beta) * self.progress
