@@ -203,3 +203,21 @@ def test_exact_resume_with_prioritized_n_step_replay_is_bitwise(tmp_path, buffer
     assert at_k["all_ended"] and model._n_updates > 0
     assert "priorities" in straight["buffer"] and "next_row" in straight["buffer"]
     _assert_same_run(straight, resumed)
+
+
+def test_a_non_finite_td_error_keeps_the_tree_finite_and_training_reports_it():
+    buffer = _filled(PrioritizedReplayBuffer(8, OBS, ACT, seed=0), 4)
+    batch = buffer.sample(2)._replace(indices=np.array([0, 1]))
+    loss = buffer.critic_loss(batch, torch.tensor([[np.nan, 1.0]]), torch.zeros(2))
+    assert not torch.isfinite(loss) and np.all(np.isfinite(buffer.tree.nodes))
+    import gymnasium as gym
+
+    from rlkit_td3.utils import NonFiniteError
+
+    model = TD3("MlpPolicy", gym.make("Pendulum-v1"), replay_buffer_class=PrioritizedReplayBuffer, learning_starts=40,
+                batch_size=16, policy_kwargs=dict(net_arch=[16]), seed=0)  # fmt: skip
+    model.learn(50)
+    model.replay_buffer.rewards[:] = np.inf
+    with pytest.raises(NonFiniteError, match="training loss became non-finite"):
+        model.train(gradient_steps=2)
+    assert np.all(np.isfinite(model.replay_buffer.tree.nodes))

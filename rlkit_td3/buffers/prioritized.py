@@ -256,7 +256,11 @@ class PrioritizedReplayBuffer(NStepReplayBuffer):
         """
         delta = current_q - target_q
         abs_delta = delta.abs()
-        self.update_priorities(batch.indices, abs_delta.detach().amax(dim=0).cpu().numpy())
+        errors = abs_delta.detach().amax(dim=0).cpu().numpy()
+        if not np.all(np.isfinite(errors)):
+            # keep the tree finite; the non-finite loss itself is reported by the model's check after the update
+            errors = np.where(np.isfinite(errors), errors, 0.0)
+        self.update_priorities(batch.indices, errors)
         if batch.weights is None:
             return torch.where(abs_delta < 1.0, 0.5 * delta.pow(2), abs_delta).mean(dim=1).sum()
         return (batch.weights * delta.pow(2)).mean(dim=1).sum()
