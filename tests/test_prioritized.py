@@ -149,11 +149,14 @@ def test_lap_priorities_and_huber_loss_against_a_hand_computation():
     np.testing.assert_allclose(current.grad.numpy(), [[0.5 / 3, 1 / 3, 0.0], [0.2 / 3, -1 / 3, 0.1 / 3]], rtol=1e-6)
 
 
-def test_save_load_keeps_the_tree_bitwise_and_the_same_draws():
-    buffer = _filled(PrioritizedReplayBuffer(30, OBS, ACT, n_envs=2, seed=9, n_steps=3, gamma=0.9), 25)
-    buffer.update_priorities(np.arange(30), np.random.default_rng(2).uniform(0, 5, 30))
+@pytest.mark.parametrize("optimize", [False, True])
+def test_save_load_keeps_the_tree_bitwise_and_the_same_draws(optimize):
+    kwargs = dict(n_envs=2, n_steps=3, gamma=0.9, optimize_memory_usage=optimize)
+    buffer = _filled(PrioritizedReplayBuffer(30, OBS, ACT, seed=9, **kwargs), 25)
+    rows = buffer._rows_of(np.arange(buffer.size())) if optimize else np.arange(30)
+    buffer.update_priorities(rows, np.random.default_rng(2).uniform(0, 5, len(rows)))
     buffer.set_progress(0.25)
-    copy = PrioritizedReplayBuffer(30, OBS, ACT, n_envs=2, n_steps=3, gamma=0.9)
+    copy = PrioritizedReplayBuffer(30, OBS, ACT, **kwargs)
     copy.load(io.BytesIO(buffer.to_bytes()))
     np.testing.assert_array_equal(copy.tree.nodes, buffer.tree.nodes)
     assert copy.max_priority == buffer.max_priority and copy.current_beta == buffer.current_beta
