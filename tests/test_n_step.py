@@ -280,3 +280,13 @@ def test_sb3_style_buffer_kwargs_configure_the_n_step_buffer():
     assert model.replay_buffer.n_steps == 5 and model.replay_buffer.gamma == 0.9
     with pytest.raises(ValueError, match="n_steps=3 and replay_buffer_kwargs n_steps=5 disagree"):
         _model(n_steps=3, replay_buffer_kwargs={"n_steps": 5})
+
+
+def test_presets_and_cli_overrides_accept_n_steps():
+    from rlkit_td3.experiments.presets import make_model, parse_override, resolve_config
+
+    config = resolve_config("td3", "Pendulum-v1", None, dict([parse_override("n_steps=3"), ("buffer_size", 500)]))
+    assert config["hyperparameters"]["n_steps"] == 3 and config["origins"]["n_steps"] == "override"
+    model = make_model(config, "Pendulum-v1", seed=0)
+    assert model.n_steps == 3 and type(model.replay_buffer) is NStepReplayBuffer
+    assert resolve_config("ddpg", "Pendulum-v1")["hyperparameters"]["n_steps"] == 1
