@@ -19,7 +19,7 @@ import torch
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 
-from rlkit_td3 import checkpoint
+from rlkit_td3 import checkpoint, sb3_import
 from rlkit_td3.buffers import (
     NStepReplayBuffer,
     PrioritizedReplayBuffer,
@@ -1061,6 +1061,10 @@ class OffPolicyAlgorithm:
             ValueError: a bad argument value, or ``env``'s spaces differ from the model's.
             FileNotFoundError: no file at ``path`` (nor at ``path + ".zip"``).
         """
+        if sb3_import.is_sb3_zip(path):  # a file written by Stable-Baselines3 2.x TD3/DDPG
+            return sb3_import.load_sb3_model(
+                cls, path, env, device, custom_objects, print_system_info, force_reset, allow_pickle, **kwargs
+            )
         return checkpoint.load(
             cls,
             OffPolicyAlgorithm,
