@@ -290,3 +290,12 @@ def test_presets_and_cli_overrides_accept_n_steps():
     model = make_model(config, "Pendulum-v1", seed=0)
     assert model.n_steps == 3 and type(model.replay_buffer) is NStepReplayBuffer
     assert resolve_config("ddpg", "Pendulum-v1")["hyperparameters"]["n_steps"] == 1
+
+
+@pytest.mark.parametrize("optimize", [False, True])
+def test_env_indices_out_of_range_are_refused(optimize):
+    buffer = NStepReplayBuffer(10, OBS, ACT, n_envs=2, optimize_memory_usage=optimize)
+    one = np.zeros((1, 2), np.float32)
+    with pytest.raises(ValueError, match=r"env_indices must be in \[0, 2\), got \[2\]"):
+        buffer.add(one, one, np.zeros((1, 1)), np.zeros(1), np.zeros(1, bool), np.zeros(1, bool), env_indices=[2])
+    assert buffer.size() == 0

@@ -106,13 +106,12 @@ class NStepReplayBuffer(ReplayBuffer):
     # ------------------------------------------------------------------ add
     def _rows_to_write(self, k: int, env_indices: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(envs, rows the transitions go to, every row ``add`` overwrites) for an ``add`` of ``k`` rows."""
-        if not self.optimize_memory_usage:
-            envs = np.arange(k) if env_indices is None else np.asarray(env_indices, dtype=np.int64).reshape(k)
-            rows = (self.pos + np.arange(k)) % self.buffer_size
-            return envs, rows, rows
         envs = np.arange(k) if env_indices is None else np.asarray(env_indices, dtype=np.int64).reshape(k)
         if envs.min() < 0 or envs.max() >= self.n_envs:
             raise ValueError(f"env_indices must be in [0, {self.n_envs}), got {envs.tolist()}")
+        if not self.optimize_memory_usage:
+            rows = (self.pos + np.arange(k)) % self.buffer_size
+            return envs, rows, rows
         slots = self._n_slots
         pos = self._env_pos[envs]
         rows = envs * slots + pos

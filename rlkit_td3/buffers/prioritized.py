@@ -70,6 +70,7 @@ class SumTree:
 
     @property
     def total(self) -> float:
+        """The sum of all leaves (the root)."""
         return float(self.nodes[1])
 
     def update(self, leaves: np.ndarray, values: np.ndarray) -> None:
