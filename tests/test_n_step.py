@@ -299,3 +299,12 @@ def test_env_indices_out_of_range_are_refused(optimize):
     with pytest.raises(ValueError, match=r"env_indices must be in \[0, 2\), got \[2\]"):
         buffer.add(one, one, np.zeros((1, 1)), np.zeros(1), np.zeros(1, bool), np.zeros(1, bool), env_indices=[2])
     assert buffer.size() == 0
+
+
+def test_ddpg_takes_n_steps_too():
+    from rlkit_td3 import DDPG
+    from tests.conftest import make_counter
+
+    model = DDPG("MlpPolicy", make_counter(6), n_steps=2, buffer_size=100, batch_size=8, learning_starts=10,
+                 policy_kwargs=dict(net_arch=[8]), seed=0).learn(30)  # fmt: skip
+    assert model.n_steps == 2 and model.replay_buffer.n_steps == 2 and model._n_updates > 0
