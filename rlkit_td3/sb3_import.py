@@ -694,6 +694,8 @@ def _constructor_kwargs(
             ctor[key] = _number(key, data[key])
     for key in ("policy_delay", "target_policy_noise", "target_noise_clip"):
         ctor.setdefault(key, {"policy_delay": 2, "target_policy_noise": 0.2, "target_noise_clip": 0.5}[key])
+    if "n_steps" in data:  # SB3 >= 2.7: n-step returns (its NStepReplayBuffer becomes ours)
+        ctor["n_steps"] = _int("n_steps", data["n_steps"], 1, 2**16)
     if isinstance(data.get("optimize_memory_usage"), bool):
         ctor["optimize_memory_usage"] = data["optimize_memory_usage"]
     seed = data.get("seed")

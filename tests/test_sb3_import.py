@@ -157,6 +157,17 @@ def test_hyperparameters_carried(sb3_td3):
     np.testing.assert_array_equal(noise.sigma, [0.3])
 
 
+def test_n_steps_carried(sb3_td3, tmp_path):
+    path, _ = sb3_td3
+    assert _data(path)["n_steps"] == 1
+    data = {**_data(path), "n_steps": 3}
+    model, _ = _load(TD3, _rewrite(path, tmp_path / "n3.zip", data=data))
+    assert model.n_steps == 3 and type(model.replay_buffer).__name__ == "NStepReplayBuffer"
+    assert model.replay_buffer.n_steps == 3 and model.replay_buffer.gamma == 0.97
+    with pytest.raises(ModelFileError, match="n_steps"):
+        _load(TD3, _rewrite(path, tmp_path / "n0.zip", data={**data, "n_steps": 0}))
+
+
 def test_optimizer_states_mapped(sb3_td3):
     path, sb3_model = sb3_td3
     model, _ = _load(TD3, path)
