@@ -326,7 +326,7 @@ def entry_byte_limits(metadata: dict[str, Any]) -> dict[str, int]:
     else:
         limits.update(dict.fromkeys(("policy.pth", "actor_optimizer.pth", "critic_optimizer.pth"), MAX_ENTRY_BYTES))
     limits["training_state.pth"] = ENTRY_OVERHEAD_BYTES + 8 * n_envs * obs_dim
-    row = 4 * (3 * obs_dim + act_dim + 1) + 2 + 8 + 16  # + 16: a HerReplayBuffer's episode start and length
+    row = 4 * (3 * obs_dim + act_dim + 1) + 2 + 8 + 32  # + 32: n-step link and priority, or HER's episode start/length
     limits[BUFFER_ENTRY] = ENTRY_OVERHEAD_BYTES + (buffer_size + n_envs) * row + 64 * n_envs
     return {name: min(limit, MAX_ENTRY_BYTES) for name, limit in limits.items()}
 
