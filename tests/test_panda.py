@@ -2,8 +2,9 @@
 
 Acceptance: success rate >= 0.9 over 50 deterministic evaluation episodes within 20,000 steps (goal selection
 "future", n_sampled_goal 4, the settings of docs/her.md and benchmarks/her_panda.py). Measured on this machine
-(one torch thread): the rate passes 0.9 after 3,000-4,000 steps, so the suite trains 5,000 (about 45 s);
-benchmarks/her_panda.py runs the full 20,000 with Stable-Baselines3 beside it.
+(one torch thread, seed 0, every reset seeded): 0.14 after 2,000 steps, 1.0 after 4,000 and 5,000, so the suite
+trains 5,000 (about 45 s of CPU). TD3+HER on PandaReach depends on the seed: seed 1 stays below 0.2 for 8,000
+steps. benchmarks/her_panda.py runs the full 20,000 with Stable-Baselines3 beside it.
 """
 
 from __future__ import annotations
@@ -31,6 +32,21 @@ SETTINGS = dict(
 )
 
 
+class SeedEachReset(gym.Wrapper):
+    """panda-gym reseeds its task's generator at every ``reset`` (from OS entropy when ``seed`` is None), so
+    its goals after the first episode differ from run to run: give every reset a seed drawn from the env's own
+    generator, seeded by the first reset, which makes a seeded run repeatable (and checkpoints carry it)."""
+
+    def reset(self, *, seed=None, options=None):
+        if seed is None:
+            seed = int(self.env.unwrapped.np_random.integers(2**31))
+        return self.env.reset(seed=seed, options=options)
+
+
+def make_panda_reach() -> gym.Env:
+    return SeedEachReset(gym.make("PandaReach-v3"))
+
+
 def success_rate(model, episodes: int = 50, seed: int = 10_000) -> float:
     env = gym.make("PandaReach-v3")
     successes = 0
@@ -48,7 +64,7 @@ def success_rate(model, episodes: int = 50, seed: int = 10_000) -> float:
 
 @pytest.mark.slow
 def test_td3_her_reaches_panda_goals():
-    env = gym.make("PandaReach-v3")
+    env = make_panda_reach()
     model = TD3(
         ConcatDictPolicy,
         env,
