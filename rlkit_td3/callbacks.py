@@ -24,7 +24,7 @@ import os
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import gymnasium as gym
 import numpy as np
@@ -34,7 +34,45 @@ from rlkit_td3.evaluation import evaluate_policy, is_sb3_vec_env
 from rlkit_td3.serialization import atomic_path, atomic_write
 
 if TYPE_CHECKING:
-    from rlkit_td3.off_policy import OffPolicyAlgorithm
+    from rlkit_td3.logger import Logger
+
+
+class CallbackModel(Protocol):
+    """What the callbacks use of the model they are attached to (an ``OffPolicyAlgorithm`` is one).
+
+    Callbacks see the model through this protocol rather than through the algorithm class, so that this module
+    sits below the training loop: any object with these members can drive them (a test double included).
+    """
+
+    num_timesteps: int
+    logger: Logger
+
+    def get_env(self) -> Any:
+        """The vector env the model trains on (``None`` when it has none)."""
+
+    def get_vec_normalize_env(self) -> Any:
+        """The ``VecNormalize`` wrapper of the training env, or ``None``."""
+
+    def predict(
+        self,
+        observation: Any,
+        state: Any = None,
+        episode_start: Any = None,
+        deterministic: bool = True,
+    ) -> tuple[np.ndarray, Any]:
+        """The model's action for ``observation`` (what `evaluate_policy` calls)."""
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the model to ``path``."""
+
+    def save_replay_buffer(self, path: str | os.PathLike[str]) -> None:
+        """Write the replay buffer to ``path``."""
+
+    def _dump_logs(self) -> None:
+        """Write the model's log row now."""
+
+    def _exact_resume_problem(self) -> str | None:
+        """Why no checkpoint of this run could resume exactly, or ``None`` when one can."""
 
 
 class BaseCallback:
@@ -46,7 +84,7 @@ class BaseCallback:
 
     def __init__(self, verbose: int = 0) -> None:
         self.verbose = verbose
-        self.model: OffPolicyAlgorithm | None = None
+        self.model: CallbackModel | None = None
         self.n_calls = 0
         self.num_timesteps = 0
         self.locals: dict[str, Any] = {}
@@ -66,7 +104,7 @@ class BaseCallback:
         return self.model.logger
 
     # -------------------------------------------------------------- called by the algorithm
-    def init_callback(self, model: OffPolicyAlgorithm) -> None:
+    def init_callback(self, model: CallbackModel) -> None:
         """Attach the model; called once at the start of ``learn()``."""
         self.model = model
         self._init_callback()
@@ -210,7 +248,7 @@ class EventCallback(BaseCallback):
         if callback is not None:
             callback.parent = self
 
-    def init_callback(self, model: OffPolicyAlgorithm) -> None:
+    def init_callback(self, model: CallbackModel) -> None:
         super().init_callback(model)
         if self.callback is not None:
             self.callback.init_callback(model)

@@ -1,7 +1,7 @@
 """``make_vec_env`` and wrapper helpers (``stable_baselines3.common.env_util``'s counterpart).
 
-Not to be confused with the algorithm's internal ``rlkit_td3.off_policy.as_training_env``, which wraps one env
-for training: this one builds a `VecEnv` of ``n_envs`` monitored envs, as SB3's does.
+Not to be confused with the algorithm's internal ``rlkit_td3.vec_env.training_env.as_training_env``, which
+wraps one env for training: this one builds a `VecEnv` of ``n_envs`` monitored envs, as SB3's does.
 """
 
 from __future__ import annotations

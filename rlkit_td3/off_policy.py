@@ -8,12 +8,7 @@ Algorithm 1) step by step.
 
 from __future__ import annotations
 
-import copy
-import importlib.metadata
-import io
 import os
-import platform
-import sys
 import time
 from pathlib import Path
 from typing import Any, ClassVar
@@ -22,423 +17,46 @@ import gymnasium as gym
 import numpy as np
 import torch
 from gymnasium import spaces
-from gymnasium.envs.registration import load_env_creator
-from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv, VectorEnv, VectorWrapper
-from gymnasium.wrappers.vector import RecordEpisodeStatistics
+from gymnasium.vector import AutoresetMode, VectorEnv
 
-from rlkit_td3.buffers import BUFFER_REGISTRY, ReplayBuffer, ReplayBufferSamples
+from rlkit_td3 import checkpoint
+from rlkit_td3.buffers import ReplayBuffer, ReplayBufferSamples
 from rlkit_td3.callbacks import MaybeCallback, convert_callback
-from rlkit_td3.evaluation import is_sb3_vec_env
-from rlkit_td3.file_checks import (
-    ACTIVATIONS,
-    CUSTOM_TO_CTOR,
-    OPTIMIZERS,
-    CallerArgumentError,
-    allowed_class,
-    check_allocation,
-    check_counters,
-    check_custom_objects,
-    check_load_overrides,
-    check_n_envs,
-    check_noise_spec,
-    check_optimizer_state,
-    check_policy_state,
-    check_schedule_spec,
-    check_training_state,
-    entry_byte_limits,
-    existing_zip_path,
-    print_system_info_of,
-    zip_path_for_save,
-)
 from rlkit_td3.logger import Logger, configure
-from rlkit_td3.monitor import Monitor, is_monitored
-from rlkit_td3.noise import ActionNoise, NormalActionNoise, VectorizedActionNoise, noise_from_dict
-from rlkit_td3.optim import optimizer_step, zero_grad
+from rlkit_td3.noise import ActionNoise, NormalActionNoise, VectorizedActionNoise
+from rlkit_td3.optim import MOMENT_FLUSH_EVERY, flush_tiny_moments, optimizer_step, zero_grad
 from rlkit_td3.policies import POLICY_ALIASES, TD3Policy, get_policy_class
 from rlkit_td3.policies.td3_policy import python_scalars
 from rlkit_td3.schedules import (
-    Schedule,
     ScheduleLike,
-    StatefulSchedule,
     as_schedule,
-    schedule_from_dict,
-    schedule_to_dict,
 )
-from rlkit_td3.serialization import (
-    BUFFER_ENTRY,
-    FORMAT_NAME,
-    FORMAT_VERSION,
-    ModelFileError,
-    class_to_name,
-    read_model_zip,
-    require_bool,
-    rng_state_to_json,
-    set_rng_state,
-    space_from_dict,
-    space_to_dict,
-    spaces_equal,
-    write_model_zip,
+from rlkit_td3.serialization import spaces_equal
+from rlkit_td3.utils import (
+    NonFiniteError,
+    _check_float,
+    _check_int,
+    _latest_run_id,
+    _parse_train_freq,
+    get_device,
 )
 from rlkit_td3.vec_env.base_vec_env import VecEnv
-from rlkit_td3.vec_env.dummy_vec_env import DummyVecEnv
-from rlkit_td3.vec_env.gymnasium_bridge import GymnasiumVecEnv, VecEnvView
+from rlkit_td3.vec_env.gymnasium_bridge import GymnasiumVecEnv
+from rlkit_td3.vec_env.training_env import (
+    FLOAT32_MAX,
+    _all_fit_float32,
+    _fits_float32,
+    _TrainingEnvView,
+    as_training_env,
+    check_action_space,
+    env_name,
+    episode_statistics,
+    find_vec_normalize,
+)
 from rlkit_td3.vec_env.vec_normalize import VecNormalize
-from rlkit_td3.version import __version__
 
 DEFAULT_NOISE_SIGMA = 0.1
 """σ of the default Gaussian exploration noise, in normalised units (TD3 paper, sfujim/TD3, RL Zoo)."""
-
-_TRAIN_FREQ_UNITS = ("step", "episode")
-
-TINY_MOMENT = 1e-30
-"""Optimizer moments smaller than this in magnitude are set to zero every ``MOMENT_FLUSH_EVERY`` updates."""
-MOMENT_FLUSH_EVERY = 64
-"""Updates between two flushes: a moment decaying by Adam's β1 = 0.9 needs ~170 updates to go from 1e-30 to the
-subnormal range (< 1.2e-38), so none ever gets there."""
-
-
-def flush_tiny_moments(optimizer: torch.optim.Optimizer, below: float = TINY_MOMENT) -> None:
-    """Set to zero the entries of Adam-style moments (``exp_avg``, ``exp_avg_sq``) smaller than ``below``.
-
-    Why: a ReLU unit that stops firing gets zero gradients, and its first moment decays by β1 each update until
-    it is a subnormal float. CPUs handle subnormals in microcode, many times slower: measured here, after 1,000
-    HalfCheetah updates, half of a critic layer's ``exp_avg`` was subnormal and the fused Adam step took 7x
-    longer (0.90 vs 0.12 ms), a quarter of the whole update. Zeroing them cannot change the weights: such a
-    moment moves a weight by at most ``lr * 1e-30 / eps`` (1e-25 with Adam's eps 1e-8), below the float32
-    resolution of any weight larger than 1e-18, and a zero moment decays as zero, never subnormal.
-    """
-    with torch.no_grad():
-        for state in optimizer.state.values():
-            for key in ("exp_avg", "exp_avg_sq"):
-                moment = state.get(key)
-                if isinstance(moment, torch.Tensor) and moment.is_floating_point():
-                    moment.masked_fill_(moment.abs() < below, 0.0)
-
-
-class NonFiniteError(FloatingPointError):
-    """An env returned a NaN or infinite observation (from ``reset()`` or ``step()``) or reward, or one beyond
-    float32's range, or a training loss became non-finite."""
-
-
-FLOAT32_MAX = float(np.finfo(np.float32).max)
-
-
-def _fits_float32(values: Any) -> np.ndarray:
-    """Per row of ``values`` (shape ``(n, ...)``): finite, and still finite as float32 (the buffer's and the
-    networks' dtype; a float64 of 1e300 is finite but becomes inf there). NaN compares false, so it fails too."""
-    array = np.asarray(values)
-    return (np.abs(array) <= FLOAT32_MAX).reshape(len(array), -1).all(axis=1)
-
-
-def _all_fit_float32(values: Any) -> bool:
-    """``_fits_float32(values).all()``, fast for the common dtypes (called on every step)."""
-    array = np.asarray(values)
-    kind, size = array.dtype.kind, array.dtype.itemsize
-    if kind in "iub" and size <= 8:  # integers (even int64/uint64) and booleans are finite in float32
-        return True
-    if kind == "f" and size <= 4:
-        return bool(np.isfinite(array).all())
-    return bool((np.abs(array) <= FLOAT32_MAX).all())
-
-
-MAX_N_ENVS = 65_536
-"""Largest ``n_envs`` a model file may declare."""
-
-MAX_TORCH_THREADS = 4096
-"""Largest torch intra-op thread count a model file may record."""
-
-
-def _file_int(state: dict[str, Any], key: str, minimum: int, maximum: int | None) -> int | None:
-    """An optional int field of a file's training state: ``None`` when absent, else checked."""
-    value = state.get(key)
-    if value is None:
-        return None
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int)
-        or value < minimum
-        or (maximum is not None and value > maximum)
-    ):
-        allowed = f"an int >= {minimum}" + ("" if maximum is None else f" and <= {maximum}")
-        raise ModelFileError(f"training_state: {key} must be {allowed}, got {value!r}")
-    return value
-
-
-def _imported_version(module: str) -> str | None:
-    """The installed version of ``module``'s package if the process imported it, else ``None``."""
-    if module not in sys.modules:
-        return None
-    try:
-        return importlib.metadata.version(module)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
-def _check_policy_size(
-    observation_space: spaces.Box, action_space: spaces.Box, policy_kwargs: dict[str, Any], state: Any
-) -> None:
-    """Refuse a file whose declared network sizes do not match its stored tensors, before building anything.
-
-    Without this a forged ``net_arch`` could make loading allocate and initialise huge networks.
-    """
-    from rlkit_td3.policies.td3_policy import parse_net_arch
-
-    pi, qf = parse_net_arch(policy_kwargs.get("net_arch", [400, 300]))
-    n_critics = _check_int("n_critics", policy_kwargs.get("n_critics", 2), 1)
-    obs_dim, act_dim = int(np.prod(observation_space.shape)), int(np.prod(action_space.shape))
-
-    def count(sizes: list[int]) -> int:
-        return sum(a * b + b for a, b in zip(sizes[:-1], sizes[1:]))
-
-    expected = 2 * count([obs_dim, *pi, act_dim]) + 2 * n_critics * count([obs_dim + act_dim, *qf, 1])
-    if not isinstance(state, dict) or not all(isinstance(t, torch.Tensor) for t in state.values()):
-        raise ModelFileError("the policy entry is not a state dict of tensors")
-    stored = sum(t.numel() for t in state.values())
-    if stored != expected:
-        raise ModelFileError(f"the networks the metadata declares have {expected} parameters, the file stores {stored}")
-
-
-def _check_int(name: str, value: Any, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, got {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value!r}")
-    return int(value)
-
-
-def _check_float(name: str, value: Any, low: float, high: float, low_open: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
-        raise TypeError(f"{name} must be a number, got {value!r}")
-    value = float(value)
-    ok = (value > low if low_open else value >= low) and value <= high
-    if not ok:
-        interval = f"{'(' if low_open else '['}{low}, {high}]"
-        raise ValueError(f"{name} must be in {interval}, got {value!r}")
-    return value
-
-
-def _parse_train_freq(train_freq: Any) -> tuple[int, str]:
-    if isinstance(train_freq, (tuple, list)):
-        if len(train_freq) != 2 or train_freq[1] not in _TRAIN_FREQ_UNITS:
-            raise ValueError(f"train_freq must be an int or a tuple (n, 'step'|'episode'), got {train_freq!r}")
-        return _check_int("train_freq", train_freq[0], 1), str(train_freq[1])
-    return _check_int("train_freq", train_freq, 1), "step"
-
-
-def get_device(device: torch.device | str = "auto") -> torch.device:
-    """``"auto"`` → CUDA when available, else CPU; anything else is passed to ``torch.device``."""
-    if device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(device)
-
-
-def _check_device(device: Any) -> torch.device:
-    if not isinstance(device, (str, torch.device)):
-        raise TypeError(f"device must be a str or torch.device, got {device!r}")
-    try:
-        return get_device(device)
-    except RuntimeError as exc:
-        raise ValueError(f"device {device!r} is not a valid torch device ({exc})") from exc
-
-
-def check_action_space(space: spaces.Space) -> spaces.Box:
-    """The algorithms need a floating-point Box action space with at least one element and finite bounds.
-
-    Raises:
-        TypeError: not a Box (e.g. Discrete, MultiDiscrete), or a Box of integers or booleans.
-        ValueError: no element (a zero in the shape), infinite or NaN bounds, or ``low >= high`` in some dimension.
-    """
-    if not isinstance(space, spaces.Box):
-        raise TypeError(
-            f"action_space must be a continuous gymnasium.spaces.Box; got {space!r}. "
-            "TD3 and DDPG do not support discrete action spaces"
-        )
-    if np.dtype(space.dtype).kind != "f":
-        raise TypeError(
-            f"action_space must have a floating-point dtype, got {space!r}: the actor's continuous actions would be "
-            "truncated to integers behind its back. Use a float Box and round in the env (or a wrapper)"
-        )
-    if int(np.prod(space.shape)) == 0:
-        raise ValueError(f"action_space must have at least one element, got shape {space.shape}")
-    if not (np.all(np.isfinite(space.low)) and np.all(np.isfinite(space.high))):
-        raise ValueError(f"action_space must have finite bounds, got low={space.low}, high={space.high}")
-    if not np.all(space.low < space.high):
-        raise ValueError(f"action_space must have low < high in every dimension, got {space!r}")
-    return space
-
-
-class _ObservationCheck(gym.Wrapper):
-    """Raises a clear error when an observation's shape or kind of dtype differs from the observation space.
-
-    Without it a wrong shape surfaces later as a broadcasting error deep inside gymnasium or torch. (Float
-    widths may differ: many envs return float64 for a float32 space, and the buffer stores float32.)
-    """
-
-    def __init__(self, env: gym.Env) -> None:
-        super().__init__(env)
-        space = env.observation_space
-        self._shape = getattr(space, "shape", None)
-        self._kind = np.dtype(space.dtype).kind if getattr(space, "dtype", None) is not None else None
-        self._steps = 0
-
-    def _check(self, obs: Any, where: str) -> None:
-        if self._shape is None:
-            return
-        array = np.asarray(obs)
-        if array.shape != self._shape or (array.dtype.kind != self._kind and not self._compatible(array.dtype)):
-            name = self.spec.id if self.spec is not None else type(self.env.unwrapped).__name__
-            raise ValueError(
-                f"{name} returned an observation of shape {array.shape} and dtype {array.dtype} from {where}; "
-                f"its observation_space has shape {self._shape} and dtype {self.observation_space.dtype}"
-            )
-
-    def _compatible(self, dtype: np.dtype) -> bool:
-        # integers and booleans fit a float space; nothing else mixes
-        return self._kind == "f" and dtype.kind in "iub"
-
-    def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
-        obs, info = self.env.reset(**kwargs)
-        self._check(obs, "reset()")
-        return obs, info
-
-    def step(self, action: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        self._steps += 1
-        self._check(obs, f"step() (its step {self._steps} since creation)")
-        return obs, reward, terminated, truncated, info
-
-
-EPISODE_STATS_KEY = "rlkit_episode"
-"""The ``infos`` key of the episode-statistics wrapper the algorithm adds (a private key, so that it never
-clashes with ``info["episode"]`` written by `Monitor` inside sub-envs)."""
-
-
-def episode_statistics(env: VectorEnv | None) -> RecordEpisodeStatistics | None:
-    """The gymnasium ``RecordEpisodeStatistics`` wrapper in ``env``'s wrapper chain, if any."""
-    while isinstance(env, VectorWrapper):
-        if isinstance(env, RecordEpisodeStatistics):
-            return env
-        env = env.env
-    return None
-
-
-def _make_env_id(env_id: str) -> gym.Env:
-    """``gymnasium.make(env_id)``, with ``render_mode="rgb_array"`` when the env supports it (as Stable-Baselines3
-    does), so that ``model.env.render()`` returns frames. Ids whose env has no ``rgb_array`` mode, or that set
-    their own ``render_mode``, are made as they are."""
-    try:
-        spec = gym.spec(env_id)
-        creator = spec.entry_point
-        if isinstance(creator, str):
-            creator = load_env_creator(creator)
-        modes = getattr(creator, "metadata", {}).get("render_modes", ())
-        wants_frames = "render_mode" not in spec.kwargs and "rgb_array" in modes
-    except Exception:  # noqa: BLE001  (gymnasium.make below reports a bad id or entry point itself)
-        wants_frames = False
-    return gym.make(env_id, render_mode="rgb_array") if wants_frames else gym.make(env_id)
-
-
-def as_training_env(env: Any) -> VectorEnv:
-    """Wrap what the user passed as the gymnasium vector env the training loop steps, recording episode statistics.
-
-    An env id is made with ``gymnasium.make``, with ``render_mode="rgb_array"`` where the env supports it (so
-    ``model.get_env().render()`` returns one frame per env); a single env is wrapped in
-    `Monitor` (unless it already has one, as Stable-Baselines3 does), in an
-    observation check, and in a one-env ``SyncVectorEnv`` with autoreset disabled: the algorithm resets
-    ended episodes itself, just before the next step, which is what makes a checkpoint at an episode
-    boundary resume exactly. A gymnasium vector env is used as it is; a Stable-Baselines3-style ``VecEnv``
-    (`rlkit_td3.vec_env`, or any object with its contract) is seen through `GymnasiumVecEnv`, a same-step
-    autoreset vector env. Unless the result already has one, it is then
-    wrapped in gymnasium's vector ``RecordEpisodeStatistics``: its last 100 episodes give
-    ``rollout/ep_rew_mean`` and ``rollout/ep_len_mean``.
-
-    Raises:
-        TypeError: ``env`` is none of these.
-    """
-    if isinstance(env, str):
-        env = _make_env_id(env)
-    if is_sb3_vec_env(env):
-        env = GymnasiumVecEnv(env)
-    if isinstance(env, gym.Env):
-        single = _ObservationCheck(env if is_monitored(env) else Monitor(env))
-        env = SyncVectorEnv([lambda: single], autoreset_mode=AutoresetMode.DISABLED)
-    if not isinstance(env, VectorEnv):
-        raise TypeError(
-            f"env must be a gymnasium Env, a gymnasium VectorEnv, a Stable-Baselines3-style VecEnv or an env id "
-            f"string, got {env!r}"
-        )
-    if episode_statistics(env) is None:
-        if isinstance(env.metadata.get("autoreset_mode"), str):
-            env.metadata["autoreset_mode"] = AutoresetMode(env.metadata["autoreset_mode"])
-        env = RecordEpisodeStatistics(env, buffer_length=100, stats_key=EPISODE_STATS_KEY)
-    return env
-
-
-def env_name(env: VectorEnv, index: int = 0) -> str:
-    """How error messages name the user's env behind sub-env ``index`` of ``env``: its registered id, else its class.
-
-    The library's own wrappers (episode statistics, ``Monitor``, the observation check, the one-env
-    ``SyncVectorEnv``) are looked through. Only called on error paths.
-    """
-    base = env.unwrapped
-    if isinstance(base, SyncVectorEnv) and 0 <= index < len(base.envs):
-        sub = base.envs[index]
-        return sub.spec.id if sub.spec is not None else type(sub.unwrapped).__name__
-    if env.spec is not None:
-        return env.spec.id
-    try:  # e.g. an AsyncVectorEnv: ask the sub-env for its spec
-        spec = base.get_attr("spec")[index]
-    except Exception:  # noqa: BLE001  (naming the env must never hide the error being reported)
-        spec = None
-    return spec.id if spec is not None else type(base).__name__
-
-
-def _json_bit_generator_state(state: Any) -> Any:
-    """A NumPy ``bit_generator.state`` with its arrays as lists (JSON)."""
-    if isinstance(state, dict):
-        return {key: _json_bit_generator_state(value) for key, value in state.items()}
-    if isinstance(state, np.ndarray):
-        return state.tolist()
-    if isinstance(state, np.integer):
-        return int(state)
-    return state
-
-
-def _latest_run_id(folder: Path, name: str) -> int:
-    """The largest ``N`` among the sub-folders ``<name>_<N>`` of ``folder`` (0 if none)."""
-    ids = [0]
-    if folder.is_dir():
-        for child in folder.iterdir():
-            prefix, _, suffix = child.name.rpartition("_")
-            if child.is_dir() and prefix == name and suffix.isdigit():
-                ids.append(int(suffix))
-    return max(ids)
-
-
-class _TrainingEnvView(VecEnvView):
-    """`VecEnvView` of a model's training env that tells the model when user code stepped or reset it.
-
-    The model's last observations are then stale, so its next ``learn`` starts fresh episodes instead of
-    storing a transition from an observation the env has left.
-    """
-
-    def __init__(self, venv: VectorEnv, model: OffPolicyAlgorithm) -> None:
-        super().__init__(venv)
-        self._model = model
-
-    def reset(self) -> Any:
-        self._model._env_used_outside = True
-        return super().reset()
-
-    def step_async(self, actions: np.ndarray) -> None:
-        self._model._env_used_outside = True
-        super().step_async(actions)
-
-    def step_wait(self) -> Any:
-        obs, rewards, dones, infos = super().step_wait()
-        for info in infos:  # the model's own episode-statistics key is not the user's business
-            info.pop(EPISODE_STATS_KEY, None)
-        return obs, rewards, dones, infos
 
 
 class OffPolicyAlgorithm:
@@ -719,12 +337,7 @@ class OffPolicyAlgorithm:
 
     def get_vec_normalize_env(self) -> VecNormalize | None:
         """The `VecNormalize` wrapper of the training env, if it has one (as in Stable-Baselines3)."""
-        env: Any = self.get_env()
-        while env is not None:
-            if isinstance(env, VecNormalize):
-                return env
-            env = getattr(env, "venv", None) if not isinstance(env, VecEnvView) else None
-        return None
+        return find_vec_normalize(self.get_env())
 
     def set_env(self, env: gym.Env | VectorEnv | str) -> None:
         """Replace the training env; its spaces and number of envs must match the model's.
@@ -1266,15 +879,33 @@ class OffPolicyAlgorithm:
         env_actions = self.policy.unscale_action(actions.reshape(len(batch), *self.action_space.shape))
         return (env_actions[0, ...] if single else env_actions), None  # [0, ...]: an array even for shape ()
 
-    # ------------------------------------------------------------------ parameters
-    def _parameter_objects(self) -> dict[str, torch.nn.Module | torch.optim.Optimizer]:
-        """The objects behind ``get_parameters``' keys (Stable-Baselines3's names for TD3's)."""
-        return {
-            "policy": self.policy,
-            "actor.optimizer": self.policy.actor_optimizer,
-            "critic.optimizer": self.policy.critic_optimizer,
-        }
+    # ------------------------------------------------------------------ Stable-Baselines3 aliases
+    def dump_logs(self) -> None:
+        """Write the log row now (``rollout/``, ``time/``, ``train/`` keys), as Stable-Baselines3's public
+        ``dump_logs()`` does; ``learn`` calls it every ``log_interval`` episodes."""
+        self._dump_logs()
 
+    @property
+    def actor(self) -> torch.nn.Module:
+        """The policy's actor (``model.policy.actor``), as on Stable-Baselines3's TD3."""
+        return self.policy.actor
+
+    @property
+    def actor_target(self) -> torch.nn.Module:
+        """The policy's target actor (``model.policy.actor_target``)."""
+        return self.policy.actor_target
+
+    @property
+    def critic(self) -> torch.nn.Module:
+        """The policy's critics (``model.policy.critic``: all ``n_critics`` Q-networks in one module)."""
+        return self.policy.critic
+
+    @property
+    def critic_target(self) -> torch.nn.Module:
+        """The policy's target critics (``model.policy.critic_target``)."""
+        return self.policy.critic_target
+
+    # ------------------------------------------------------------------ parameters and persistence
     def get_parameters(self) -> dict[str, dict[str, Any]]:
         """The state dicts of the policy and of both optimizers, by Stable-Baselines3's names.
 
@@ -1285,7 +916,7 @@ class OffPolicyAlgorithm:
             they are passed to
             [`set_parameters`][rlkit_td3.off_policy.OffPolicyAlgorithm.set_parameters].
         """
-        return {name: copy.deepcopy(obj.state_dict()) for name, obj in self._parameter_objects().items()}
+        return checkpoint.get_parameters(self)
 
     def set_parameters(
         self,
@@ -1313,111 +944,8 @@ class OffPolicyAlgorithm:
             TypeError: ``load_path_or_dict`` is neither a dict nor a path.
             ModelFileError: (a ``ValueError``) the file is not a readable model file.
         """
-        if isinstance(load_path_or_dict, dict):
-            params = load_path_or_dict
-        elif isinstance(load_path_or_dict, (str, os.PathLike)):
-            _, tensors, _, _ = read_model_zip(load_path_or_dict)
-            target = get_device(device)
-            params = {
-                name: self._tensors_to(tensors[key], target)
-                for name, key in (
-                    ("policy", "policy"),
-                    ("actor.optimizer", "actor_optimizer"),
-                    ("critic.optimizer", "critic_optimizer"),
-                )
-                if key in tensors
-            }
-        else:
-            raise TypeError(f"load_path_or_dict must be a dict or a model file path, got {load_path_or_dict!r}")
-        objects = self._parameter_objects()
-        unknown = sorted(set(params) - set(objects))
-        if unknown:
-            raise ValueError(f"set_parameters: unknown names {unknown}; the parameters are named {sorted(objects)}")
-        missing = sorted(set(objects) - set(params))
-        if exact_match and missing:
-            raise ValueError(
-                f"set_parameters: missing names {missing} (exact_match=True needs all of {sorted(objects)}; "
-                "pass exact_match=False to load a part)"
-            )
-        for name, state in params.items():
-            if not isinstance(state, dict):
-                raise TypeError(f"set_parameters: {name!r} must be a state dict, got {type(state).__name__}")
-        self._check_policy_state(params.get("policy"), exact_match)
-        for name in ("actor.optimizer", "critic.optimizer"):
-            if name in params:
-                self._check_optimizer_state(name, objects[name], params[name])  # type: ignore[arg-type]
-        backup = {name: copy.deepcopy(objects[name].state_dict()) for name in params}
-        attempted: list[str] = []
-        try:
-            for name, state in params.items():
-                attempted.append(name)
-                obj = objects[name]
-                if isinstance(obj, torch.optim.Optimizer):
-                    obj.load_state_dict(state)
-                else:
-                    obj.load_state_dict(state, strict=exact_match)
-        except Exception as exc:
-            for name in attempted:
-                objects[name].load_state_dict(backup[name])
-            raise ValueError(f"set_parameters: could not load the parameters, nothing was changed ({exc})") from exc
+        checkpoint.set_parameters(self, load_path_or_dict, exact_match, device)
 
-    @staticmethod
-    def _check_optimizer_state(name: str, optimizer: torch.optim.Optimizer, state: dict[str, Any]) -> None:
-        """The groups, their sizes and the moments' shapes must be those of the model's optimizer."""
-        groups = state.get("param_groups")
-        own_groups = optimizer.param_groups
-        well_formed = isinstance(groups, list) and all(isinstance(g, dict) for g in groups)
-        sizes = [len(g.get("params", ())) for g in groups] if well_formed else None
-        own_sizes = [len(g["params"]) for g in own_groups]
-        if sizes != own_sizes or not isinstance(state.get("state"), dict):
-            raise ValueError(
-                f"set_parameters: {name!r} has param groups of sizes {sizes}; the model's optimizer has {own_sizes}"
-            )
-        shapes = {
-            index: tuple(p.shape)
-            for group, own in zip(groups, own_groups)
-            for index, p in zip(group["params"], own["params"])
-        }
-        for index, entry in state["state"].items():
-            for key, value in entry.items() if isinstance(entry, dict) else ():
-                if isinstance(value, torch.Tensor) and value.dim() > 0 and tuple(value.shape) != shapes.get(index):
-                    raise ValueError(
-                        f"set_parameters: {name!r} state of parameter {index} ({key}) has shape "
-                        f"{tuple(value.shape)}; the parameter has shape {shapes.get(index)}"
-                    )
-
-    @staticmethod
-    def _tensors_to(state: Any, device: torch.device) -> Any:
-        """``state`` (nested dicts and lists of tensors) with its tensors on ``device``."""
-        if isinstance(state, torch.Tensor):
-            return state.to(device)
-        if isinstance(state, dict):
-            return {key: OffPolicyAlgorithm._tensors_to(value, device) for key, value in state.items()}
-        if isinstance(state, (list, tuple)):
-            return type(state)(OffPolicyAlgorithm._tensors_to(value, device) for value in state)
-        return state
-
-    def _check_policy_state(self, state: dict[str, Any] | None, exact_match: bool) -> None:
-        """Name the missing, unexpected and wrongly shaped keys of a policy state dict before loading it."""
-        if state is None:
-            return
-        own = self.policy.state_dict()
-        unexpected = sorted(set(state) - set(own))
-        if unexpected:
-            raise ValueError(f"set_parameters: the policy has no keys {unexpected}; its keys are {sorted(own)}")
-        missing = sorted(set(own) - set(state))
-        if exact_match and missing:
-            raise ValueError(
-                f"set_parameters: the policy state dict lacks keys {missing} (pass exact_match=False to load a part)"
-            )
-        for key, value in state.items():
-            shape = tuple(getattr(value, "shape", ()))
-            if shape != tuple(own[key].shape):
-                raise ValueError(
-                    f"set_parameters: policy key {key!r} has shape {shape}; the model's has {tuple(own[key].shape)}"
-                )
-
-    # ------------------------------------------------------------------ persistence
     def save_replay_buffer(self, path: str | os.PathLike[str]) -> None:
         """Write the filled part of the replay buffer to ``path`` (``.npz``, atomic, no pickle)."""
         self.replay_buffer.save(path)
@@ -1425,15 +953,6 @@ class OffPolicyAlgorithm:
     def load_replay_buffer(self, path: str | os.PathLike[str]) -> None:
         """Restore a replay buffer written by `save_replay_buffer()`."""
         self.replay_buffer.load(path)
-
-    def _schedule_entry(self, name: str, schedule: Schedule | None, pickled: dict[str, Any]) -> Any:
-        if schedule is None:
-            return None
-        spec = schedule_to_dict(schedule)
-        if spec is None:
-            pickled[name] = schedule
-            return {"pickled": True}
-        return spec
 
     def save(self, path: str | os.PathLike[str], include_buffer: bool = False) -> None:
         """Save the model to one zip file (JSON metadata + torch state dicts), written atomically.
@@ -1457,299 +976,7 @@ class OffPolicyAlgorithm:
             ValueError: ``include_buffer=True`` while training on a vector env with same-step autoreset, whose
                 runs no checkpoint can resume exactly (see the "What exact resume covers" docs section).
         """
-        if include_buffer:
-            problem = self._exact_resume_problem()
-            if problem is not None:
-                raise ValueError(f"save(include_buffer=True) refused: {problem}")
-        path = zip_path_for_save(path)
-        pickled: dict[str, Any] = {}
-        policy_kwargs = self.policy.constructor_kwargs()
-        policy_json = {
-            "net_arch": policy_kwargs["net_arch"],
-            "activation_fn": class_to_name(policy_kwargs["activation_fn"]),
-            "n_critics": policy_kwargs["n_critics"],
-            "optimizer_class": class_to_name(policy_kwargs["optimizer_class"]),
-            "optimizer_kwargs": policy_kwargs["optimizer_kwargs"],
-        }
-        if self.action_noise is None:
-            noise_entry: Any = None
-        else:
-            try:
-                noise_entry = self.action_noise.to_dict()
-            except NotImplementedError:
-                pickled["action_noise"] = self.action_noise
-                noise_entry = {"pickled": True}
-        metadata = {
-            "format": FORMAT_NAME,
-            "format_version": FORMAT_VERSION,
-            "library_version": __version__,
-            "algorithm": type(self).__name__,
-            "hyperparameters": {
-                "buffer_size": self.buffer_size,
-                "learning_starts": self.learning_starts,
-                "batch_size": self.batch_size,
-                "tau": self.tau,
-                "gamma": self.gamma,
-                "train_freq": list(self.train_freq),
-                "gradient_steps": self.gradient_steps,
-                "optimize_memory_usage": self.optimize_memory_usage,
-                "policy_delay": self.policy_delay,
-                "target_policy_noise": self.target_policy_noise,
-                "target_noise_clip": self.target_noise_clip,
-                "verbose": self.verbose,
-                "seed": self.seed,
-                "tensorboard_log": self.tensorboard_log,
-            },
-            "schedules": {
-                "learning_rate": self._schedule_entry("learning_rate", self.learning_rate, pickled),
-                "actor_learning_rate": self._schedule_entry("actor_learning_rate", self.actor_learning_rate, pickled),
-                "critic_learning_rate": self._schedule_entry(
-                    "critic_learning_rate", self.critic_learning_rate, pickled
-                ),
-            },
-            "policy": {"class": class_to_name(self.policy_class, POLICY_ALIASES), "kwargs": policy_json},
-            "action_noise": noise_entry,
-            "replay_buffer": {
-                "class": class_to_name(self.replay_buffer_class, BUFFER_REGISTRY),
-                "kwargs": self.replay_buffer_kwargs,
-            },
-            "observation_space": space_to_dict(self.observation_space),
-            "action_space": space_to_dict(self.action_space),
-            "n_envs": self.n_envs,
-            "counters": {
-                "num_timesteps": self.num_timesteps,
-                "n_updates": self._n_updates,
-                "episode_num": self._episode_num,
-            },
-            "pickled_keys": sorted(pickled),
-            "system": {
-                "python": sys.version.split()[0],
-                "platform": platform.platform(),
-                "torch": torch.__version__,
-                "numpy": np.__version__,
-                "gymnasium": gym.__version__,
-                # what else exact resume needs to match: the simulators' versions and torch's CPU kernels
-                **{name: _imported_version(name) for name in ("pybullet", "mujoco")},
-                "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
-            },
-        }
-        metadata["training_state"] = self._training_state()
-        tensors = {
-            "policy": self.policy.state_dict(),
-            "actor_optimizer": self.policy.actor_optimizer.state_dict(),
-            "critic_optimizer": self.policy.critic_optimizer.state_dict(),
-            "training_state": {"smoothing_rng": self._smoothing_rng.get_state()},
-        }
-        if self._last_obs is not None:
-            tensors["training_state"]["last_obs"] = torch.as_tensor(np.asarray(self._last_obs))
-        blobs = {BUFFER_ENTRY: self.replay_buffer.to_bytes()} if include_buffer else {}
-        write_model_zip(path, metadata, tensors, pickled, blobs)
-
-    def _exact_resume_problem(self) -> str | None:
-        """Why no checkpoint of this model's run could resume exactly, or ``None`` when one can."""
-        if self._venv is not None and self._autoreset_mode == AutoresetMode.SAME_STEP and self._sb3_dummy_env() is None:
-            return (
-                "the env is a vector env with same-step autoreset (AutoresetMode.SAME_STEP), which resets an ended "
-                "env inside step(): the env generator's state before that reset, which a resumed run would need, "
-                "is gone. Make the vector env with gymnasium's default next-step autoreset or with "
-                "autoreset_mode=AutoresetMode.DISABLED, or train on rlkit_td3.vec_env.DummyVecEnv (which records "
-                "that state), or save without include_buffer"
-            )
-        return None
-
-    def _sb3_dummy_env(self) -> DummyVecEnv | None:
-        """The training env when it is this library's `DummyVecEnv`, given as it is (no VecEnv wrapper around it).
-
-        That env records each sub-env's generator state just before its auto-resets (`DummyVecEnv.restore_reset`),
-        which is what an exact resume of a same-step autoreset env needs.
-        """
-        base = None if self._venv is None else self._venv.unwrapped
-        if isinstance(base, GymnasiumVecEnv) and type(base.sb3_env) is DummyVecEnv:
-            return base.sb3_env
-        return None
-
-    def _sb3_pre_reset_states(self) -> list[dict[str, Any] | None] | None:
-        """For a `DummyVecEnv`, each sub-env's generator state before the reset it did at the last step (None for
-        an env that did not end there)."""
-        dummy = self._sb3_dummy_env()
-        if dummy is None:
-            return None
-        last = dummy.step_count - 1
-        return [
-            None if entry is None or entry[0] != last else _json_bit_generator_state(entry[1])
-            for entry in dummy.pre_reset_states
-        ]
-
-    def _training_state(self) -> dict[str, Any]:
-        """What determines the future of the run, besides the networks, optimizers and buffer (JSON)."""
-        needs_reset = getattr(self, "_needs_reset", None)
-        return {
-            "rollout": None if self._rollout is None else dict(self._rollout),
-            "progress_remaining": self._current_progress_remaining,
-            "start_timesteps": self._start_timesteps,
-            "total_timesteps": self._total_timesteps,
-            "env_seeded": self._env_seeded,
-            "episode_infos": [[info["r"], info["l"]] for info in self.ep_info_buffer],
-            "warmup_rng": rng_state_to_json(self._warmup_rng),
-            "action_noise": None if self.action_noise is None else self.action_noise.get_state(),
-            "schedules": {
-                name: schedule.get_state()
-                for name, schedule in self._schedules().items()
-                if isinstance(schedule, StatefulSchedule)
-            },
-            "env_rngs": self._env_rng_states(),
-            "sb3_pre_reset": self._sb3_pre_reset_states(),
-            "needs_reset": None if needs_reset is None else [bool(x) for x in needs_reset],
-            "torch_num_threads": self._learn_num_threads or self.torch_num_threads or torch.get_num_threads(),
-        }
-
-    def _schedules(self) -> dict[str, Schedule]:
-        """The learning-rate schedules the model holds, by constructor argument name."""
-        named = {
-            "learning_rate": self.learning_rate,
-            "actor_learning_rate": self.actor_learning_rate,
-            "critic_learning_rate": self.critic_learning_rate,
-        }
-        return {name: schedule for name, schedule in named.items() if schedule is not None}
-
-    def _env_generators(self) -> list[Any] | None:
-        """Each sub-env's own generator (``env.unwrapped.np_random``), where the vector env lets us reach it.
-
-        For a ``SyncVectorEnv`` these are the generators themselves; for an ``AsyncVectorEnv``, copies
-        received from the worker processes (see `_restart_envs()` for how those are set).
-        """
-        base = None if self._venv is None else self._venv.unwrapped
-        if isinstance(base, SyncVectorEnv):
-            return [sub.unwrapped.np_random for sub in base.envs]
-        if isinstance(base, AsyncVectorEnv):
-            return list(base.get_attr("np_random"))
-        dummy = self._sb3_dummy_env()
-        if dummy is not None:
-            return [sub.unwrapped.np_random for sub in dummy.envs]
-        return None
-
-    def _env_rng_states(self) -> list[dict[str, Any]] | None:
-        generators = self._env_generators()
-        if generators is None:
-            return None
-        return [rng_state_to_json(rng) for rng in generators]
-
-    def _restore_training_state(
-        self, state: dict[str, Any], tensors: dict[str, Any], saved_n_envs: int | None = None
-    ) -> None:
-        """Inverse of `_training_state()` (plus the tensors), applied by `load()`.
-
-        Fields added after the first file format are optional: files without them load as before.
-        """
-        self._rollout = None if state["rollout"] is None else {k: int(v) for k, v in state["rollout"].items()}
-        self._current_progress_remaining = float(state["progress_remaining"])
-        start = _file_int(state, "start_timesteps", 0, self.num_timesteps)
-        total = _file_int(state, "total_timesteps", 0, None)
-        if start is not None and total is not None:
-            if start > total:
-                raise ModelFileError(f"training_state: start_timesteps={start} is after total_timesteps={total}")
-            self._start_timesteps, self._total_timesteps = start, total
-        self.torch_num_threads = _file_int(state, "torch_num_threads", 1, MAX_TORCH_THREADS)
-        self._env_seeded = bool(state["env_seeded"])
-        self._saved_episode_infos = [(float(r), int(n)) for r, n in state["episode_infos"]]
-        set_rng_state(self._warmup_rng, state["warmup_rng"])
-        if self.action_noise is not None and state["action_noise"] is not None:
-            self.action_noise.set_state(state["action_noise"])
-        self._restore_schedule_states(state.get("schedules"))
-        self._smoothing_rng.set_state(tensors["smoothing_rng"])
-        saved_n_envs = self.n_envs if saved_n_envs is None else saved_n_envs
-        needs_reset = state.get("needs_reset")
-        if needs_reset is not None and (
-            not isinstance(needs_reset, list)
-            or len(needs_reset) != saved_n_envs
-            or not all(isinstance(x, bool) for x in needs_reset)
-        ):
-            raise ModelFileError(
-                f"training_state: needs_reset must be a list of {saved_n_envs} booleans, got {needs_reset!r}"
-            )
-        pre_reset = state.get("sb3_pre_reset")
-        if pre_reset is not None and (
-            not isinstance(pre_reset, list)
-            or len(pre_reset) != saved_n_envs
-            or not all(x is None or isinstance(x, dict) for x in pre_reset)
-        ):
-            raise ModelFileError(
-                f"training_state: sb3_pre_reset must be a list of {saved_n_envs} generator states or nulls"
-            )
-        if self._venv is not None:
-            if saved_n_envs != self.n_envs:  # loaded onto another number of envs: every episode restarts
-                self._restart_envs(None, None, None)
-            else:
-                self._restart_envs(state.get("env_rngs"), tensors.get("last_obs"), needs_reset, pre_reset)
-
-    def _restore_schedule_states(self, states: Any) -> None:
-        """Give each schedule with ``set_state`` the state saved with it (schedules without it keep none)."""
-        if states is None:
-            return
-        names = ("learning_rate", "actor_learning_rate", "critic_learning_rate")
-        if not isinstance(states, dict) or not set(states) <= set(names):
-            raise ModelFileError(
-                f"training_state: schedules must be a dict whose keys are among {', '.join(names)}, got {states!r}"
-            )
-        schedules = self._schedules()
-        for name, spec in states.items():
-            schedule = schedules.get(name)
-            if isinstance(schedule, StatefulSchedule):  # a replacement given through custom_objects may be stateless
-                schedule.set_state(spec)
-
-    def _restart_envs(
-        self,
-        env_rngs: list[dict[str, Any]] | None,
-        last_obs: torch.Tensor | None,
-        needs_reset: list[bool] | None = None,
-        pre_reset: list[dict[str, Any] | None] | None = None,
-    ) -> None:
-        """Bring a freshly made env to where the saved run's envs stood.
-
-        Each env is reset once (a fresh env's first reset can differ from later ones, as in the PyBullet
-        envs), then its generator is set to the saved state. What follows depends on the autoreset mode:
-
-        - disabled (single envs, which the model wraps so): every env is marked for reset before the next
-          step, which is exactly what the saved run would do next when the checkpoint fell on an episode
-          boundary; mid-episode, the episode in flight restarts;
-        - next-step (gymnasium's default), when every env's episode had just ended: the next step resets
-          the envs and stores nothing, as the saved run's next step did (see `_step_envs()`);
-        - otherwise the envs are reset at the start of the next ``learn`` (the episodes in flight restart).
-        """
-        generators = self._env_generators()
-        self._env_seeded = True
-        obs, _ = self._venv.reset()
-        if env_rngs is not None and generators is not None and len(env_rngs) == len(generators):
-            for rng, spec in zip(generators, env_rngs):
-                set_rng_state(rng, spec)
-            if isinstance(self._venv.unwrapped, AsyncVectorEnv):  # the generators are copies: send them back
-                self._venv.unwrapped.set_attr("np_random", generators)
-        stats = episode_statistics(self._venv)
-        if stats is not None:  # the recent episodes, for rollout/ep_rew_mean
-            for r, n in self._saved_episode_infos:
-                stats.return_queue.append(r)
-                stats.length_queue.append(n)
-        if self._autoreset_mode == AutoresetMode.DISABLED:
-            self._last_obs = obs if last_obs is None else last_obs.numpy()
-            self._needs_reset = np.ones(self.n_envs, dtype=bool)
-        elif (
-            self._autoreset_mode == AutoresetMode.NEXT_STEP
-            and needs_reset is not None
-            and all(needs_reset)
-            and last_obs is not None
-        ):
-            self._last_obs = last_obs.numpy()
-            self._needs_reset = np.ones(self.n_envs, dtype=bool)
-            self._pending_reset_step = True
-        elif self._sb3_dummy_env() is not None and pre_reset is not None and all(x is not None for x in pre_reset):
-            # Every env ended at the saved run's last step and was reset inside it: redo those resets from the
-            # generator states recorded before them, which leaves envs and generators where the saved run's were.
-            dummy = self._sb3_dummy_env()
-            first = [dummy.restore_reset(i, state) for i, state in enumerate(pre_reset)]
-            self._last_obs = np.asarray(np.stack(first), dtype=self.observation_space.dtype)
-            self._needs_reset = np.zeros(self.n_envs, dtype=bool)
-        else:
-            self._last_obs = None
+        checkpoint.save(self, path, include_buffer)
 
     @classmethod
     def load(
@@ -1792,175 +1019,22 @@ class OffPolicyAlgorithm:
             ValueError: a bad argument value, or ``env``'s spaces differ from the model's.
             FileNotFoundError: no file at ``path`` (nor at ``path + ".zip"``).
         """
-        require_bool("allow_pickle", allow_pickle)
-        require_bool("print_system_info", print_system_info)
-        require_bool("force_reset", force_reset)
-        path = existing_zip_path(path)
-        custom = check_custom_objects(cls, custom_objects)
-        check_load_overrides(cls, kwargs)
-        device = _check_device(device)
-        metadata, tensors, pickled, blobs = read_model_zip(
-            path, allow_pickle=allow_pickle, entry_limits=entry_byte_limits
+        return checkpoint.load(
+            cls,
+            OffPolicyAlgorithm,
+            path,
+            env,
+            device,
+            custom_objects,
+            print_system_info,
+            force_reset,
+            allow_pickle,
+            **kwargs,
         )
-        if print_system_info:
-            print_system_info_of(metadata.get("system"))
-        if metadata.get("algorithm") != cls.__name__:
-            raise ModelFileError(f"{path} holds a {metadata.get('algorithm')} model; load it with that class")
-        vec = None if env is None else as_training_env(env)
-        try:
-            observation_space = space_from_dict(metadata["observation_space"])
-            action_space = check_action_space(space_from_dict(metadata["action_space"]))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ModelFileError(f"{path}: malformed spaces ({type(exc).__name__}: {exc})") from exc
-        model = cls.__new__(cls)
-        model.observation_space, model.action_space = observation_space, action_space
-        if vec is not None:
-            model._check_env_matches(vec)  # the caller's env: a plain ValueError naming the space
-        try:
-            model._fill_from_file(metadata, tensors, pickled, blobs, custom, kwargs, device, vec, force_reset)
-        except CallerArgumentError as exc:
-            raise exc.__cause__ from None  # a bad custom_objects entry or keyword override: the caller's
-        except ModelFileError as exc:
-            raise ModelFileError(f"{path}: {exc}") from exc
-        except Exception as exc:  # noqa: BLE001  (whatever the file's content breaks is the file's fault)
-            raise ModelFileError(f"{path}: malformed model file ({type(exc).__name__}: {exc})") from exc
-        return model
 
-    def _fill_from_file(
-        self,
-        metadata: dict[str, Any],
-        tensors: dict[str, Any],
-        pickled: dict[str, Any],
-        blobs: dict[str, bytes],
-        custom: dict[str, Any],
-        overrides: dict[str, Any],
-        device: torch.device | str,
-        vec: VectorEnv | None,
-        force_reset: bool = True,
-    ) -> None:
-        """Build this (bare) model from a file's parts, checking each against the others (see
-        `rlkit_td3.file_checks`) before it is used; any inconsistency raises ``ModelFileError``.
-
-        The constructor's checks run twice: on the file's values alone (a failure is the file's), then with
-        the caller's ``custom_objects`` and keyword overrides (a failure is the caller's:
-        ``CallerArgumentError``, which `load()` turns back into the original exception).
-        """
-        n_envs = check_n_envs(metadata, tensors, MAX_N_ENVS)
-        given = set(custom)
-        ctor = self._constructor_kwargs_from_metadata(metadata, pickled, custom, n_envs=n_envs)
-        # entries the caller replaced instead of the file (a pickled schedule, a user class) have no file value:
-        # the file-only pass uses the constructor's defaults for them
-        replaced = {CUSTOM_TO_CTOR.get(key, key) for key in given - set(custom)} - {"policy"}
-        observation_space, action_space = self.observation_space, self.action_space
-        file_only = {key: value for key, value in ctor.items() if key not in replaced}
-        OffPolicyAlgorithm.__init__(self, env=None, device=device, _init_setup_model=False, **file_only)
-        policy_kwargs = ctor["policy_kwargs"]
-        for key in list(custom):
-            if key in policy_kwargs:
-                policy_kwargs[key] = custom.pop(key)
-        for key in list(custom):
-            ctor[key] = custom.pop(key)
-        try:
-            OffPolicyAlgorithm.__init__(self, env=None, device=device, _init_setup_model=False, **{**ctor, **overrides})
-        except (TypeError, ValueError) as exc:
-            raise CallerArgumentError() from exc
-        num_timesteps, n_updates, episode_num = check_counters(metadata["counters"])
-        if self.policy_class is TD3Policy:
-            _check_policy_size(observation_space, action_space, self.policy_kwargs, tensors["policy"])
-        obs_dim, act_dim = int(np.prod(observation_space.shape)), int(np.prod(action_space.shape))
-        per_row = 4 * (obs_dim * (1 if self.optimize_memory_usage else 2) + act_dim + 1) + 2
-        check_allocation(
-            f"a replay buffer of {self.buffer_size} transitions (pass a smaller buffer_size= to load() to build "
-            "a smaller one)",
-            self.buffer_size * per_row,
-        )
-        self.observation_space, self.action_space = observation_space, action_space
-        self.n_envs = n_envs
-        if vec is not None:
-            self._set_env_and_spaces(vec)
-        self._setup_model()
-        check_policy_state("policy.pth", tensors["policy"], self.policy)
-        self.policy.load_state_dict(tensors["policy"])
-        for name in ("actor_optimizer", "critic_optimizer"):
-            optimizer = getattr(self.policy, name)
-            optimizer.load_state_dict(check_optimizer_state(f"{name}.pth", tensors[name], optimizer))
-        self.num_timesteps, self._n_updates, self._episode_num = num_timesteps, n_updates, episode_num
-        if BUFFER_ENTRY in blobs:
-            self.replay_buffer.load(io.BytesIO(blobs[BUFFER_ENTRY]))
-        if "training_state" in metadata:
-            check_training_state(
-                metadata["training_state"],
-                tensors.get("training_state"),
-                n_envs=n_envs,
-                observation_shape=tuple(observation_space.shape),
-                action_noise=self.action_noise,
-                device=self.device,
-            )
-            # force_reset needs no action: a loaded model's envs are always reset before its next step (at an
-            # episode boundary by the reset the saved run would do next, keeping exact resume; mid-episode the
-            # episode in flight restarts).
-            self._restore_training_state(metadata["training_state"], tensors.get("training_state", {}), n_envs)
-        self._fit_to_env(strict=False)  # the noise of a model saved with another n_envs than env's
-
-    @staticmethod
-    def _constructor_kwargs_from_metadata(
-        metadata: dict[str, Any], pickled: dict[str, Any], custom: dict[str, Any], n_envs: int = 1
-    ) -> dict[str, Any]:
-        """Rebuild ``OffPolicyAlgorithm.__init__`` keyword arguments from a file's metadata.
-
-        Schedules and noises are checked (types, ranges, the noise's dimension and copies against the action
-        space and ``n_envs``) before they are built; classes are looked up in allow-lists only.
-        """
-
-        def restore(name: str, entry: Any, from_dict: Any) -> Any:
-            if name in custom:
-                return custom.pop(name)
-            if entry is None:
-                return None
-            if isinstance(entry, dict) and entry.get("pickled"):
-                if name not in pickled:
-                    raise ModelFileError(
-                        f"{name} was saved through pickle: pass custom_objects={{'{name}': ...}} "
-                        "or allow_pickle=True for a file you trust"
-                    )
-                return pickled[name]
-            check(name, entry)
-            return from_dict(entry)
-
-        act_dim = int(np.prod(metadata["action_space"]["shape"]))
-
-        def check(name: str, entry: Any) -> None:
-            if name == "action_noise":
-                check_noise_spec(name, entry, act_dim, n_envs)
-            else:
-                check_schedule_spec(f"schedules.{name}", entry)
-
-        hyper = dict(metadata["hyperparameters"])
-        hyper["train_freq"] = tuple(hyper["train_freq"])
-        schedules = metadata["schedules"]
-        policy = metadata["policy"]
-        pkw = dict(policy["kwargs"])
-        if "activation_fn" not in custom:
-            pkw["activation_fn"] = allowed_class(pkw["activation_fn"], ACTIVATIONS, "activation_fn")
-        if "optimizer_class" not in custom:
-            pkw["optimizer_class"] = allowed_class(pkw["optimizer_class"], OPTIMIZERS, "optimizer_class")
-        buffer = metadata["replay_buffer"]
-        return {
-            **hyper,
-            "policy": custom.pop("policy_class", None) or allowed_class(policy["class"], POLICY_ALIASES, "policy"),
-            "learning_rate": restore("learning_rate", schedules["learning_rate"], schedule_from_dict),
-            "actor_learning_rate": restore(
-                "actor_learning_rate", schedules.get("actor_learning_rate"), schedule_from_dict
-            ),
-            "critic_learning_rate": restore(
-                "critic_learning_rate", schedules.get("critic_learning_rate"), schedule_from_dict
-            ),
-            "action_noise": restore("action_noise", metadata["action_noise"], noise_from_dict),
-            "replay_buffer_class": custom.pop("replay_buffer_class", None)
-            or allowed_class(buffer["class"], BUFFER_REGISTRY, "replay_buffer_class"),
-            "replay_buffer_kwargs": dict(buffer.get("kwargs") or {}),
-            "policy_kwargs": pkw,
-        }
+    def _exact_resume_problem(self) -> str | None:
+        """Why no checkpoint of this model's run could resume exactly, or ``None`` when one can."""
+        return checkpoint._exact_resume_problem(self)
 
     def __repr__(self) -> str:
         name = type(self).__name__

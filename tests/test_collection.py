@@ -10,7 +10,7 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
 from rlkit_td3 import TD3
 from rlkit_td3.noise import ActionNoise, NormalActionNoise, VectorizedActionNoise
-from rlkit_td3.off_policy import NonFiniteError
+from rlkit_td3.utils import NonFiniteError
 from tests.conftest import CounterEnv, make_counter
 
 KW = dict(learning_starts=10_000, batch_size=4, policy_kwargs={"net_arch": [8]}, seed=0)

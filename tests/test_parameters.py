@@ -74,16 +74,16 @@ def test_exact_match_requires_every_name_and_key():
         target.set_parameters({"policy": source.get_parameters()["policy"]})
     params = source.get_parameters()
     del params["policy"]["actor.mu.0.bias"]
-    with pytest.raises(ValueError, match=r"lacks keys \['actor.mu.0.bias'\]"):
+    with pytest.raises(ValueError, match=r"missing keys \['actor.mu.0.bias'\] in the policy state dict"):
         target.set_parameters(params)
     np.testing.assert_array_equal(before, target.predict(OBS)[0])  # nothing was loaded
 
 
 def test_unknown_names_and_keys_are_errors_even_without_exact_match():
     target = make(1)
-    with pytest.raises(ValueError, match=r"unknown names \['actor_optimizer'\]"):
+    with pytest.raises(ValueError, match=r"unknown names \['actor_optimizer'\] in the parameters"):
         target.set_parameters({"actor_optimizer": {}}, exact_match=False)
-    with pytest.raises(ValueError, match=r"the policy has no keys \['actor.extra'\]"):
+    with pytest.raises(ValueError, match=r"unknown keys \['actor.extra'\] in the policy state dict"):
         target.set_parameters({"policy": {"actor.extra": torch.zeros(1)}}, exact_match=False)
 
 

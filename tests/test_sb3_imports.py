@@ -25,6 +25,8 @@ SB3_IMPORTS = [
     ("rlkit_td3.env_util", ["make_vec_env"]),
     ("rlkit_td3.env_checker", ["check_env"]),
     ("rlkit_td3.running_mean_std", ["RunningMeanStd"]),
+    ("rlkit_td3.utils", ["set_random_seed", "polyak_update", "get_linear_fn", "constant_fn", "get_schedule_fn"]),
+    ("rlkit_td3.utils", ["safe_mean", "get_device"]),
     ("rlkit_td3.buffers", ["ReplayBuffer"]),
     ("rlkit_td3.policies", ["MlpPolicy"]),
 ]

@@ -17,8 +17,8 @@ import pytest
 import torch
 
 from rlkit_td3 import TD3
-from rlkit_td3.off_policy import NonFiniteError
 from rlkit_td3.serialization import ModelFileError
+from rlkit_td3.utils import NonFiniteError
 from tests.model_fuzz import STRUCTURAL_MUTATIONS, _entries, _zip, cases, run_isolated, structural_cases
 
 TINY = dict(learning_starts=50, batch_size=16, buffer_size=500, policy_kwargs={"net_arch": [8]}, seed=0)

@@ -700,7 +700,8 @@ class TD3Policy(nn.Module):
             ModelFileError: (a ``ValueError``) the file is unreadable, is a whole model rather than a policy,
                 names an unknown class, or its tensors do not match its declared architecture.
         """
-        from rlkit_td3.off_policy import check_action_space, get_device
+        from rlkit_td3.utils import get_device
+        from rlkit_td3.vec_env.training_env import check_action_space
 
         metadata, tensors, _, _ = read_model_zip(path)
         try:

@@ -1,0 +1,776 @@
+"""Saving, loading and resuming a model: the model file's content, built and checked, and the training state.
+
+`rlkit_td3.serialization` holds the zip format and `rlkit_td3.file_checks` the checks of each entry; this module
+fills one from a model and a model from one (``save``, ``load``), moves weights in and out (``get_parameters``,
+``set_parameters``) and saves and restores everything a run's future depends on (counters, random generators, the
+envs' generators, the rollout in flight), which is what makes ``learn`` after ``load`` continue a run exactly.
+``OffPolicyAlgorithm``'s public methods of the same names call these functions with the model.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.metadata
+import io
+import os
+import platform
+import sys
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from gymnasium import spaces
+from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv, VectorEnv
+
+from rlkit_td3.buffers import BUFFER_REGISTRY
+from rlkit_td3.file_checks import (
+    ACTIVATIONS,
+    CUSTOM_TO_CTOR,
+    OPTIMIZERS,
+    CallerArgumentError,
+    allowed_class,
+    check_allocation,
+    check_counters,
+    check_custom_objects,
+    check_load_overrides,
+    check_n_envs,
+    check_noise_spec,
+    check_optimizer_state,
+    check_policy_state,
+    check_schedule_spec,
+    check_training_state,
+    entry_byte_limits,
+    existing_zip_path,
+    print_system_info_of,
+    zip_path_for_save,
+)
+from rlkit_td3.noise import noise_from_dict
+from rlkit_td3.policies import POLICY_ALIASES, TD3Policy
+from rlkit_td3.schedules import (
+    Schedule,
+    StatefulSchedule,
+    schedule_from_dict,
+    schedule_to_dict,
+)
+from rlkit_td3.serialization import (
+    BUFFER_ENTRY,
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    ModelFileError,
+    class_to_name,
+    read_model_zip,
+    require_bool,
+    rng_state_to_json,
+    set_rng_state,
+    space_from_dict,
+    space_to_dict,
+    write_model_zip,
+)
+from rlkit_td3.utils import (
+    _check_device,
+    _check_int,
+    get_device,
+)
+from rlkit_td3.vec_env.dummy_vec_env import DummyVecEnv
+from rlkit_td3.vec_env.gymnasium_bridge import GymnasiumVecEnv
+from rlkit_td3.vec_env.training_env import (
+    as_training_env,
+    check_action_space,
+    episode_statistics,
+)
+from rlkit_td3.version import __version__
+
+MAX_N_ENVS = 65_536
+"""Largest ``n_envs`` a model file may declare."""
+
+MAX_TORCH_THREADS = 4096
+"""Largest torch intra-op thread count a model file may record."""
+
+
+def _file_int(state: dict[str, Any], key: str, minimum: int, maximum: int | None) -> int | None:
+    """An optional int field of a file's training state: ``None`` when absent, else checked."""
+    value = state.get(key)
+    if value is None:
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or value < minimum
+        or (maximum is not None and value > maximum)
+    ):
+        allowed = f"an int >= {minimum}" + ("" if maximum is None else f" and <= {maximum}")
+        raise ModelFileError(f"training_state: {key} must be {allowed}, got {value!r}")
+    return value
+
+
+def _imported_version(module: str) -> str | None:
+    """The installed version of ``module``'s package if the process imported it, else ``None``."""
+    if module not in sys.modules:
+        return None
+    try:
+        return importlib.metadata.version(module)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _check_policy_size(
+    observation_space: spaces.Box, action_space: spaces.Box, policy_kwargs: dict[str, Any], state: Any
+) -> None:
+    """Refuse a file whose declared network sizes do not match its stored tensors, before building anything.
+
+    Without this a forged ``net_arch`` could make loading allocate and initialise huge networks.
+    """
+    from rlkit_td3.policies.td3_policy import parse_net_arch
+
+    pi, qf = parse_net_arch(policy_kwargs.get("net_arch", [400, 300]))
+    n_critics = _check_int("n_critics", policy_kwargs.get("n_critics", 2), 1)
+    obs_dim, act_dim = int(np.prod(observation_space.shape)), int(np.prod(action_space.shape))
+
+    def count(sizes: list[int]) -> int:
+        return sum(a * b + b for a, b in zip(sizes[:-1], sizes[1:]))
+
+    expected = 2 * count([obs_dim, *pi, act_dim]) + 2 * n_critics * count([obs_dim + act_dim, *qf, 1])
+    if not isinstance(state, dict) or not all(isinstance(t, torch.Tensor) for t in state.values()):
+        raise ModelFileError("the policy entry is not a state dict of tensors")
+    stored = sum(t.numel() for t in state.values())
+    if stored != expected:
+        raise ModelFileError(f"the networks the metadata declares have {expected} parameters, the file stores {stored}")
+
+
+def _json_bit_generator_state(state: Any) -> Any:
+    """A NumPy ``bit_generator.state`` with its arrays as lists (JSON)."""
+    if isinstance(state, dict):
+        return {key: _json_bit_generator_state(value) for key, value in state.items()}
+    if isinstance(state, np.ndarray):
+        return state.tolist()
+    if isinstance(state, np.integer):
+        return int(state)
+    return state
+
+
+def _parameter_objects(model: Any) -> dict[str, torch.nn.Module | torch.optim.Optimizer]:
+    """The objects behind ``get_parameters``' keys (Stable-Baselines3's names for TD3's)."""
+    return {
+        "policy": model.policy,
+        "actor.optimizer": model.policy.actor_optimizer,
+        "critic.optimizer": model.policy.critic_optimizer,
+    }
+
+
+def get_parameters(model: Any) -> dict[str, dict[str, Any]]:
+    """The body of `OffPolicyAlgorithm.get_parameters()`: copies of the policy's and optimizers' state dicts."""
+    return {name: copy.deepcopy(obj.state_dict()) for name, obj in _parameter_objects(model).items()}
+
+
+def set_parameters(
+    model: Any,
+    load_path_or_dict: str | os.PathLike[str] | dict[str, dict[str, Any]],
+    exact_match: bool = True,
+    device: torch.device | str = "auto",
+) -> None:
+    """The body of `OffPolicyAlgorithm.set_parameters()`: check everything given, then load it all or nothing."""
+    if isinstance(load_path_or_dict, dict):
+        params = load_path_or_dict
+    elif isinstance(load_path_or_dict, (str, os.PathLike)):
+        _, tensors, _, _ = read_model_zip(load_path_or_dict)
+        target = get_device(device)
+        params = {
+            name: _tensors_to(tensors[key], target)
+            for name, key in (
+                ("policy", "policy"),
+                ("actor.optimizer", "actor_optimizer"),
+                ("critic.optimizer", "critic_optimizer"),
+            )
+            if key in tensors
+        }
+    else:
+        raise TypeError(f"load_path_or_dict must be a dict or a model file path, got {load_path_or_dict!r}")
+    objects = _parameter_objects(model)
+    _check_names("names", params, objects, exact_match, "the parameters")
+    for name, state in params.items():
+        if not isinstance(state, dict):
+            raise TypeError(f"set_parameters: {name!r} must be a state dict, got {type(state).__name__}")
+    _check_policy_state(model, params.get("policy"), exact_match)
+    for name in ("actor.optimizer", "critic.optimizer"):
+        if name in params:
+            _check_optimizer_state(name, objects[name], params[name])  # type: ignore[arg-type]
+    backup = {name: copy.deepcopy(objects[name].state_dict()) for name in params}
+    attempted: list[str] = []
+    try:
+        for name, state in params.items():
+            attempted.append(name)
+            obj = objects[name]
+            if isinstance(obj, torch.optim.Optimizer):
+                obj.load_state_dict(state)
+            else:
+                obj.load_state_dict(state, strict=exact_match)
+    except Exception as exc:
+        for name in attempted:
+            objects[name].load_state_dict(backup[name])
+        raise ValueError(f"set_parameters: could not load the parameters, nothing was changed ({exc})") from exc
+
+
+def _check_names(kind: str, given: Any, own: Any, exact_match: bool, whose: str) -> None:
+    """``set_parameters``' check of ``given``'s names (or keys) against the model's ``own``: none unknown, and with
+    ``exact_match`` none missing; the message lists them."""
+    unknown = sorted(set(given) - set(own))
+    if unknown:
+        raise ValueError(f"set_parameters: unknown {kind} {unknown} in {whose}; the model's are {sorted(own)}")
+    missing = sorted(set(own) - set(given))
+    if exact_match and missing:
+        raise ValueError(
+            f"set_parameters: missing {kind} {missing} in {whose} (exact_match=True needs all of them; "
+            "pass exact_match=False to load a part)"
+        )
+
+
+def _check_optimizer_state(name: str, optimizer: torch.optim.Optimizer, state: dict[str, Any]) -> None:
+    """The groups, their sizes and the moments' shapes must be those of the model's optimizer."""
+    groups = state.get("param_groups")
+    own_groups = optimizer.param_groups
+    well_formed = isinstance(groups, list) and all(isinstance(g, dict) for g in groups)
+    sizes = [len(g.get("params", ())) for g in groups] if well_formed else None
+    own_sizes = [len(g["params"]) for g in own_groups]
+    if sizes != own_sizes or not isinstance(state.get("state"), dict):
+        raise ValueError(
+            f"set_parameters: {name!r} has param groups of sizes {sizes}; the model's optimizer has {own_sizes}"
+        )
+    shapes = {
+        index: tuple(p.shape)
+        for group, own in zip(groups, own_groups)
+        for index, p in zip(group["params"], own["params"])
+    }
+    for index, entry in state["state"].items():
+        for key, value in entry.items() if isinstance(entry, dict) else ():
+            if isinstance(value, torch.Tensor) and value.dim() > 0 and tuple(value.shape) != shapes.get(index):
+                raise ValueError(
+                    f"set_parameters: {name!r} state of parameter {index} ({key}) has shape "
+                    f"{tuple(value.shape)}; the parameter has shape {shapes.get(index)}"
+                )
+
+
+def _tensors_to(state: Any, device: torch.device) -> Any:
+    """``state`` (nested dicts and lists of tensors) with its tensors on ``device``."""
+    if isinstance(state, torch.Tensor):
+        return state.to(device)
+    if isinstance(state, dict):
+        return {key: _tensors_to(value, device) for key, value in state.items()}
+    if isinstance(state, (list, tuple)):
+        return type(state)(_tensors_to(value, device) for value in state)
+    return state
+
+
+def _check_policy_state(model: Any, state: dict[str, Any] | None, exact_match: bool) -> None:
+    """Name the missing, unexpected and wrongly shaped keys of a policy state dict before loading it."""
+    if state is None:
+        return
+    own = model.policy.state_dict()
+    _check_names("keys", state, own, exact_match, "the policy state dict")
+    for key, value in state.items():
+        shape = tuple(getattr(value, "shape", ()))
+        if shape != tuple(own[key].shape):
+            raise ValueError(
+                f"set_parameters: policy key {key!r} has shape {shape}; the model's has {tuple(own[key].shape)}"
+            )
+
+
+def _schedule_entry(model: Any, name: str, schedule: Schedule | None, pickled: dict[str, Any]) -> Any:
+    if schedule is None:
+        return None
+    spec = schedule_to_dict(schedule)
+    if spec is None:
+        pickled[name] = schedule
+        return {"pickled": True}
+    return spec
+
+
+def save(model: Any, path: str | os.PathLike[str], include_buffer: bool = False) -> None:
+    """The body of `OffPolicyAlgorithm.save()`: write ``model`` to one zip file, atomically."""
+    if include_buffer:
+        problem = _exact_resume_problem(model)
+        if problem is not None:
+            raise ValueError(f"save(include_buffer=True) refused: {problem}")
+    path = zip_path_for_save(path)
+    pickled: dict[str, Any] = {}
+    policy_kwargs = model.policy.constructor_kwargs()
+    policy_json = {
+        "net_arch": policy_kwargs["net_arch"],
+        "activation_fn": class_to_name(policy_kwargs["activation_fn"]),
+        "n_critics": policy_kwargs["n_critics"],
+        "optimizer_class": class_to_name(policy_kwargs["optimizer_class"]),
+        "optimizer_kwargs": policy_kwargs["optimizer_kwargs"],
+    }
+    if model.action_noise is None:
+        noise_entry: Any = None
+    else:
+        try:
+            noise_entry = model.action_noise.to_dict()
+        except NotImplementedError:
+            pickled["action_noise"] = model.action_noise
+            noise_entry = {"pickled": True}
+    metadata = {
+        "format": FORMAT_NAME,
+        "format_version": FORMAT_VERSION,
+        "library_version": __version__,
+        "algorithm": type(model).__name__,
+        "hyperparameters": {
+            "buffer_size": model.buffer_size,
+            "learning_starts": model.learning_starts,
+            "batch_size": model.batch_size,
+            "tau": model.tau,
+            "gamma": model.gamma,
+            "train_freq": list(model.train_freq),
+            "gradient_steps": model.gradient_steps,
+            "optimize_memory_usage": model.optimize_memory_usage,
+            "policy_delay": model.policy_delay,
+            "target_policy_noise": model.target_policy_noise,
+            "target_noise_clip": model.target_noise_clip,
+            "verbose": model.verbose,
+            "seed": model.seed,
+            "tensorboard_log": model.tensorboard_log,
+        },
+        "schedules": {
+            "learning_rate": _schedule_entry(model, "learning_rate", model.learning_rate, pickled),
+            "actor_learning_rate": _schedule_entry(model, "actor_learning_rate", model.actor_learning_rate, pickled),
+            "critic_learning_rate": _schedule_entry(model, "critic_learning_rate", model.critic_learning_rate, pickled),
+        },
+        "policy": {"class": class_to_name(model.policy_class, POLICY_ALIASES), "kwargs": policy_json},
+        "action_noise": noise_entry,
+        "replay_buffer": {
+            "class": class_to_name(model.replay_buffer_class, BUFFER_REGISTRY),
+            "kwargs": model.replay_buffer_kwargs,
+        },
+        "observation_space": space_to_dict(model.observation_space),
+        "action_space": space_to_dict(model.action_space),
+        "n_envs": model.n_envs,
+        "counters": {
+            "num_timesteps": model.num_timesteps,
+            "n_updates": model._n_updates,
+            "episode_num": model._episode_num,
+        },
+        "pickled_keys": sorted(pickled),
+        "system": {
+            "python": sys.version.split()[0],
+            "platform": platform.platform(),
+            "torch": torch.__version__,
+            "numpy": np.__version__,
+            "gymnasium": gym.__version__,
+            # what else exact resume needs to match: the simulators' versions and torch's CPU kernels
+            **{name: _imported_version(name) for name in ("pybullet", "mujoco")},
+            "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        },
+    }
+    metadata["training_state"] = _training_state(model)
+    tensors = {
+        "policy": model.policy.state_dict(),
+        "actor_optimizer": model.policy.actor_optimizer.state_dict(),
+        "critic_optimizer": model.policy.critic_optimizer.state_dict(),
+        "training_state": {"smoothing_rng": model._smoothing_rng.get_state()},
+    }
+    if model._last_obs is not None:
+        tensors["training_state"]["last_obs"] = torch.as_tensor(np.asarray(model._last_obs))
+    blobs = {BUFFER_ENTRY: model.replay_buffer.to_bytes()} if include_buffer else {}
+    write_model_zip(path, metadata, tensors, pickled, blobs)
+
+
+def _exact_resume_problem(model: Any) -> str | None:
+    """Why no checkpoint of this model's run could resume exactly, or ``None`` when one can."""
+    if model._venv is not None and model._autoreset_mode == AutoresetMode.SAME_STEP and _sb3_dummy_env(model) is None:
+        return (
+            "the env is a vector env with same-step autoreset (AutoresetMode.SAME_STEP), which resets an ended "
+            "env inside step(): the env generator's state before that reset, which a resumed run would need, "
+            "is gone. Make the vector env with gymnasium's default next-step autoreset or with "
+            "autoreset_mode=AutoresetMode.DISABLED, or train on rlkit_td3.vec_env.DummyVecEnv (which records "
+            "that state), or save without include_buffer"
+        )
+    return None
+
+
+def _sb3_dummy_env(model: Any) -> DummyVecEnv | None:
+    """The training env when it is this library's `DummyVecEnv`, given as it is (no VecEnv wrapper around it).
+
+    That env records each sub-env's generator state just before its auto-resets (`DummyVecEnv.restore_reset`),
+    which is what an exact resume of a same-step autoreset env needs.
+    """
+    base = None if model._venv is None else model._venv.unwrapped
+    if isinstance(base, GymnasiumVecEnv) and type(base.sb3_env) is DummyVecEnv:
+        return base.sb3_env
+    return None
+
+
+def _sb3_pre_reset_states(model: Any) -> list[dict[str, Any] | None] | None:
+    """For a `DummyVecEnv`, each sub-env's generator state before the reset it did at the last step (None for
+    an env that did not end there)."""
+    dummy = _sb3_dummy_env(model)
+    if dummy is None:
+        return None
+    last = dummy.step_count - 1
+    return [
+        None if entry is None or entry[0] != last else _json_bit_generator_state(entry[1])
+        for entry in dummy.pre_reset_states
+    ]
+
+
+def _training_state(model: Any) -> dict[str, Any]:
+    """What determines the future of the run, besides the networks, optimizers and buffer (JSON)."""
+    needs_reset = getattr(model, "_needs_reset", None)
+    return {
+        "rollout": None if model._rollout is None else dict(model._rollout),
+        "progress_remaining": model._current_progress_remaining,
+        "start_timesteps": model._start_timesteps,
+        "total_timesteps": model._total_timesteps,
+        "env_seeded": model._env_seeded,
+        "episode_infos": [[info["r"], info["l"]] for info in model.ep_info_buffer],
+        "warmup_rng": rng_state_to_json(model._warmup_rng),
+        "action_noise": None if model.action_noise is None else model.action_noise.get_state(),
+        "schedules": {
+            name: schedule.get_state()
+            for name, schedule in _schedules(model).items()
+            if isinstance(schedule, StatefulSchedule)
+        },
+        "env_rngs": _env_rng_states(model),
+        "sb3_pre_reset": _sb3_pre_reset_states(model),
+        "needs_reset": None if needs_reset is None else [bool(x) for x in needs_reset],
+        "torch_num_threads": model._learn_num_threads or model.torch_num_threads or torch.get_num_threads(),
+    }
+
+
+def _schedules(model: Any) -> dict[str, Schedule]:
+    """The learning-rate schedules the model holds, by constructor argument name."""
+    named = {
+        "learning_rate": model.learning_rate,
+        "actor_learning_rate": model.actor_learning_rate,
+        "critic_learning_rate": model.critic_learning_rate,
+    }
+    return {name: schedule for name, schedule in named.items() if schedule is not None}
+
+
+def _env_generators(model: Any) -> list[Any] | None:
+    """Each sub-env's own generator (``env.unwrapped.np_random``), where the vector env lets us reach it.
+
+    For a ``SyncVectorEnv`` these are the generators themselves; for an ``AsyncVectorEnv``, copies
+    received from the worker processes (see `_restart_envs()` for how those are set).
+    """
+    base = None if model._venv is None else model._venv.unwrapped
+    if isinstance(base, SyncVectorEnv):
+        return [sub.unwrapped.np_random for sub in base.envs]
+    if isinstance(base, AsyncVectorEnv):
+        return list(base.get_attr("np_random"))
+    dummy = _sb3_dummy_env(model)
+    if dummy is not None:
+        return [sub.unwrapped.np_random for sub in dummy.envs]
+    return None
+
+
+def _env_rng_states(model: Any) -> list[dict[str, Any]] | None:
+    generators = _env_generators(model)
+    if generators is None:
+        return None
+    return [rng_state_to_json(rng) for rng in generators]
+
+
+def _restore_training_state(
+    model: Any, state: dict[str, Any], tensors: dict[str, Any], saved_n_envs: int | None = None
+) -> None:
+    """Inverse of `_training_state()` (plus the tensors), applied by `load()`.
+
+    Fields added after the first file format are optional: files without them load as before.
+    """
+    model._rollout = None if state["rollout"] is None else {k: int(v) for k, v in state["rollout"].items()}
+    model._current_progress_remaining = float(state["progress_remaining"])
+    start = _file_int(state, "start_timesteps", 0, model.num_timesteps)
+    total = _file_int(state, "total_timesteps", 0, None)
+    if start is not None and total is not None:
+        if start > total:
+            raise ModelFileError(f"training_state: start_timesteps={start} is after total_timesteps={total}")
+        model._start_timesteps, model._total_timesteps = start, total
+    model.torch_num_threads = _file_int(state, "torch_num_threads", 1, MAX_TORCH_THREADS)
+    model._env_seeded = bool(state["env_seeded"])
+    model._saved_episode_infos = [(float(r), int(n)) for r, n in state["episode_infos"]]
+    set_rng_state(model._warmup_rng, state["warmup_rng"])
+    if model.action_noise is not None and state["action_noise"] is not None:
+        model.action_noise.set_state(state["action_noise"])
+    _restore_schedule_states(model, state.get("schedules"))
+    model._smoothing_rng.set_state(tensors["smoothing_rng"])
+    saved_n_envs = model.n_envs if saved_n_envs is None else saved_n_envs
+    needs_reset = state.get("needs_reset")
+    if needs_reset is not None and (
+        not isinstance(needs_reset, list)
+        or len(needs_reset) != saved_n_envs
+        or not all(isinstance(x, bool) for x in needs_reset)
+    ):
+        raise ModelFileError(
+            f"training_state: needs_reset must be a list of {saved_n_envs} booleans, got {needs_reset!r}"
+        )
+    pre_reset = state.get("sb3_pre_reset")
+    if pre_reset is not None and (
+        not isinstance(pre_reset, list)
+        or len(pre_reset) != saved_n_envs
+        or not all(x is None or isinstance(x, dict) for x in pre_reset)
+    ):
+        raise ModelFileError(
+            f"training_state: sb3_pre_reset must be a list of {saved_n_envs} generator states or nulls"
+        )
+    if model._venv is not None:
+        if saved_n_envs != model.n_envs:  # loaded onto another number of envs: every episode restarts
+            _restart_envs(model, None, None, None)
+        else:
+            _restart_envs(model, state.get("env_rngs"), tensors.get("last_obs"), needs_reset, pre_reset)
+
+
+def _restore_schedule_states(model: Any, states: Any) -> None:
+    """Give each schedule with ``set_state`` the state saved with it (schedules without it keep none)."""
+    if states is None:
+        return
+    names = ("learning_rate", "actor_learning_rate", "critic_learning_rate")
+    if not isinstance(states, dict) or not set(states) <= set(names):
+        raise ModelFileError(
+            f"training_state: schedules must be a dict whose keys are among {', '.join(names)}, got {states!r}"
+        )
+    schedules = _schedules(model)
+    for name, spec in states.items():
+        schedule = schedules.get(name)
+        if isinstance(schedule, StatefulSchedule):  # a replacement given through custom_objects may be stateless
+            schedule.set_state(spec)
+
+
+def _restart_envs(
+    model: Any,
+    env_rngs: list[dict[str, Any]] | None,
+    last_obs: torch.Tensor | None,
+    needs_reset: list[bool] | None = None,
+    pre_reset: list[dict[str, Any] | None] | None = None,
+) -> None:
+    """Bring a freshly made env to where the saved run's envs stood.
+
+    Each env is reset once (a fresh env's first reset can differ from later ones, as in the PyBullet
+    envs), then its generator is set to the saved state. What follows depends on the autoreset mode:
+
+    - disabled (single envs, which the model wraps so): every env is marked for reset before the next
+      step, which is exactly what the saved run would do next when the checkpoint fell on an episode
+      boundary; mid-episode, the episode in flight restarts;
+    - next-step (gymnasium's default), when every env's episode had just ended: the next step resets
+      the envs and stores nothing, as the saved run's next step did (see `_step_envs()`);
+    - otherwise the envs are reset at the start of the next ``learn`` (the episodes in flight restart).
+    """
+    generators = _env_generators(model)
+    model._env_seeded = True
+    obs, _ = model._venv.reset()
+    if env_rngs is not None and generators is not None and len(env_rngs) == len(generators):
+        for rng, spec in zip(generators, env_rngs):
+            set_rng_state(rng, spec)
+        if isinstance(model._venv.unwrapped, AsyncVectorEnv):  # the generators are copies: send them back
+            model._venv.unwrapped.set_attr("np_random", generators)
+    stats = episode_statistics(model._venv)
+    if stats is not None:  # the recent episodes, for rollout/ep_rew_mean
+        for r, n in model._saved_episode_infos:
+            stats.return_queue.append(r)
+            stats.length_queue.append(n)
+    if model._autoreset_mode == AutoresetMode.DISABLED:
+        model._last_obs = obs if last_obs is None else last_obs.numpy()
+        model._needs_reset = np.ones(model.n_envs, dtype=bool)
+    elif (
+        model._autoreset_mode == AutoresetMode.NEXT_STEP
+        and needs_reset is not None
+        and all(needs_reset)
+        and last_obs is not None
+    ):
+        model._last_obs = last_obs.numpy()
+        model._needs_reset = np.ones(model.n_envs, dtype=bool)
+        model._pending_reset_step = True
+    elif _sb3_dummy_env(model) is not None and pre_reset is not None and all(x is not None for x in pre_reset):
+        # Every env ended at the saved run's last step and was reset inside it: redo those resets from the
+        # generator states recorded before them, which leaves envs and generators where the saved run's were.
+        dummy = _sb3_dummy_env(model)
+        first = [dummy.restore_reset(i, state) for i, state in enumerate(pre_reset)]
+        model._last_obs = np.asarray(np.stack(first), dtype=model.observation_space.dtype)
+        model._needs_reset = np.zeros(model.n_envs, dtype=bool)
+    else:
+        model._last_obs = None
+
+
+def load(
+    cls: type,
+    base: type,
+    path: str | os.PathLike[str],
+    env: gym.Env | VectorEnv | str | None = None,
+    device: torch.device | str = "auto",
+    custom_objects: dict[str, Any] | None = None,
+    print_system_info: bool = False,
+    force_reset: bool = True,
+    allow_pickle: bool = False,
+    **kwargs: Any,
+) -> Any:
+    """The body of `OffPolicyAlgorithm.load()`: a ``cls`` model built from the file at ``path``.
+
+    ``base`` is the class whose constructor checks the file's hyperparameters (``OffPolicyAlgorithm``: an
+    algorithm subclass fixes some of them in its own constructor).
+    """
+    require_bool("allow_pickle", allow_pickle)
+    require_bool("print_system_info", print_system_info)
+    require_bool("force_reset", force_reset)
+    path = existing_zip_path(path)
+    custom = check_custom_objects(cls, custom_objects)
+    check_load_overrides(cls, kwargs)
+    device = _check_device(device)
+    metadata, tensors, pickled, blobs = read_model_zip(path, allow_pickle=allow_pickle, entry_limits=entry_byte_limits)
+    if print_system_info:
+        print_system_info_of(metadata.get("system"))
+    if metadata.get("algorithm") != cls.__name__:
+        raise ModelFileError(f"{path} holds a {metadata.get('algorithm')} model; load it with that class")
+    vec = None if env is None else as_training_env(env)
+    try:
+        observation_space = space_from_dict(metadata["observation_space"])
+        action_space = check_action_space(space_from_dict(metadata["action_space"]))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ModelFileError(f"{path}: malformed spaces ({type(exc).__name__}: {exc})") from exc
+    model = cls.__new__(cls)
+    model.observation_space, model.action_space = observation_space, action_space
+    if vec is not None:
+        model._check_env_matches(vec)  # the caller's env: a plain ValueError naming the space
+    try:
+        _fill_from_file(model, base, metadata, tensors, pickled, blobs, custom, kwargs, device, vec, force_reset)
+    except CallerArgumentError as exc:
+        raise exc.__cause__ from None  # a bad custom_objects entry or keyword override: the caller's
+    except ModelFileError as exc:
+        raise ModelFileError(f"{path}: {exc}") from exc
+    except Exception as exc:  # noqa: BLE001  (whatever the file's content breaks is the file's fault)
+        raise ModelFileError(f"{path}: malformed model file ({type(exc).__name__}: {exc})") from exc
+    return model
+
+
+def _fill_from_file(
+    model: Any,
+    base: type,
+    metadata: dict[str, Any],
+    tensors: dict[str, Any],
+    pickled: dict[str, Any],
+    blobs: dict[str, bytes],
+    custom: dict[str, Any],
+    overrides: dict[str, Any],
+    device: torch.device | str,
+    vec: VectorEnv | None,
+    force_reset: bool = True,
+) -> None:
+    """Build this (bare) model from a file's parts, checking each against the others (see
+    `rlkit_td3.file_checks`) before it is used; any inconsistency raises ``ModelFileError``.
+
+    The constructor's checks run twice: on the file's values alone (a failure is the file's), then with
+    the caller's ``custom_objects`` and keyword overrides (a failure is the caller's:
+    ``CallerArgumentError``, which `load()` turns back into the original exception).
+    """
+    n_envs = check_n_envs(metadata, tensors, MAX_N_ENVS)
+    given = set(custom)
+    ctor = _constructor_kwargs_from_metadata(metadata, pickled, custom, n_envs=n_envs)
+    # entries the caller replaced instead of the file (a pickled schedule, a user class) have no file value:
+    # the file-only pass uses the constructor's defaults for them
+    replaced = {CUSTOM_TO_CTOR.get(key, key) for key in given - set(custom)} - {"policy"}
+    observation_space, action_space = model.observation_space, model.action_space
+    file_only = {key: value for key, value in ctor.items() if key not in replaced}
+    base.__init__(model, env=None, device=device, _init_setup_model=False, **file_only)
+    policy_kwargs = ctor["policy_kwargs"]
+    for key in list(custom):
+        if key in policy_kwargs:
+            policy_kwargs[key] = custom.pop(key)
+    for key in list(custom):
+        ctor[key] = custom.pop(key)
+    try:
+        base.__init__(model, env=None, device=device, _init_setup_model=False, **{**ctor, **overrides})
+    except (TypeError, ValueError) as exc:
+        raise CallerArgumentError() from exc
+    num_timesteps, n_updates, episode_num = check_counters(metadata["counters"])
+    if model.policy_class is TD3Policy:
+        _check_policy_size(observation_space, action_space, model.policy_kwargs, tensors["policy"])
+    obs_dim, act_dim = int(np.prod(observation_space.shape)), int(np.prod(action_space.shape))
+    per_row = 4 * (obs_dim * (1 if model.optimize_memory_usage else 2) + act_dim + 1) + 2
+    check_allocation(
+        f"a replay buffer of {model.buffer_size} transitions (pass a smaller buffer_size= to load() to build "
+        "a smaller one)",
+        model.buffer_size * per_row,
+    )
+    model.observation_space, model.action_space = observation_space, action_space
+    model.n_envs = n_envs
+    if vec is not None:
+        model._set_env_and_spaces(vec)
+    model._setup_model()
+    check_policy_state("policy.pth", tensors["policy"], model.policy)
+    model.policy.load_state_dict(tensors["policy"])
+    for name in ("actor_optimizer", "critic_optimizer"):
+        optimizer = getattr(model.policy, name)
+        optimizer.load_state_dict(check_optimizer_state(f"{name}.pth", tensors[name], optimizer))
+    model.num_timesteps, model._n_updates, model._episode_num = num_timesteps, n_updates, episode_num
+    if BUFFER_ENTRY in blobs:
+        model.replay_buffer.load(io.BytesIO(blobs[BUFFER_ENTRY]))
+    if "training_state" in metadata:
+        check_training_state(
+            metadata["training_state"],
+            tensors.get("training_state"),
+            n_envs=n_envs,
+            observation_shape=tuple(observation_space.shape),
+            action_noise=model.action_noise,
+            device=model.device,
+        )
+        # force_reset needs no action: a loaded model's envs are always reset before its next step (at an
+        # episode boundary by the reset the saved run would do next, keeping exact resume; mid-episode the
+        # episode in flight restarts).
+        _restore_training_state(model, metadata["training_state"], tensors.get("training_state", {}), n_envs)
+    model._fit_to_env(strict=False)  # the noise of a model saved with another n_envs than env's
+
+
+def _constructor_kwargs_from_metadata(
+    metadata: dict[str, Any], pickled: dict[str, Any], custom: dict[str, Any], n_envs: int = 1
+) -> dict[str, Any]:
+    """Rebuild ``OffPolicyAlgorithm.__init__`` keyword arguments from a file's metadata.
+
+    Schedules and noises are checked (types, ranges, the noise's dimension and copies against the action
+    space and ``n_envs``) before they are built; classes are looked up in allow-lists only.
+    """
+
+    def restore(name: str, entry: Any, from_dict: Any) -> Any:
+        if name in custom:
+            return custom.pop(name)
+        if entry is None:
+            return None
+        if isinstance(entry, dict) and entry.get("pickled"):
+            if name not in pickled:
+                raise ModelFileError(
+                    f"{name} was saved through pickle: pass custom_objects={{'{name}': ...}} "
+                    "or allow_pickle=True for a file you trust"
+                )
+            return pickled[name]
+        check(name, entry)
+        return from_dict(entry)
+
+    act_dim = int(np.prod(metadata["action_space"]["shape"]))
+
+    def check(name: str, entry: Any) -> None:
+        if name == "action_noise":
+            check_noise_spec(name, entry, act_dim, n_envs)
+        else:
+            check_schedule_spec(f"schedules.{name}", entry)
+
+    hyper = dict(metadata["hyperparameters"])
+    hyper["train_freq"] = tuple(hyper["train_freq"])
+    schedules = metadata["schedules"]
+    policy = metadata["policy"]
+    pkw = dict(policy["kwargs"])
+    if "activation_fn" not in custom:
+        pkw["activation_fn"] = allowed_class(pkw["activation_fn"], ACTIVATIONS, "activation_fn")
+    if "optimizer_class" not in custom:
+        pkw["optimizer_class"] = allowed_class(pkw["optimizer_class"], OPTIMIZERS, "optimizer_class")
+    buffer = metadata["replay_buffer"]
+    return {
+        **hyper,
+        "policy": custom.pop("policy_class", None) or allowed_class(policy["class"], POLICY_ALIASES, "policy"),
+        "learning_rate": restore("learning_rate", schedules["learning_rate"], schedule_from_dict),
+        "actor_learning_rate": restore("actor_learning_rate", schedules.get("actor_learning_rate"), schedule_from_dict),
+        "critic_learning_rate": restore(
+            "critic_learning_rate", schedules.get("critic_learning_rate"), schedule_from_dict
+        ),
+        "action_noise": restore("action_noise", metadata["action_noise"], noise_from_dict),
+        "replay_buffer_class": custom.pop("replay_buffer_class", None)
+        or allowed_class(buffer["class"], BUFFER_REGISTRY, "replay_buffer_class"),
+        "replay_buffer_kwargs": dict(buffer.get("kwargs") or {}),
+        "policy_kwargs": pkw,
+    }

@@ -1,0 +1,152 @@
+"""Small helpers with Stable-Baselines3's names (``stable_baselines3.common.utils``'s counterpart).
+
+Seeding, the device, Polyak averaging, schedule constructors, ``safe_mean``, the run-id lookup of the logger
+set-up, and the argument validators the algorithms share.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from rlkit_td3.schedules import ConstantSchedule, LinearSchedule, Schedule
+
+_TRAIN_FREQ_UNITS = ("step", "episode")
+
+
+class NonFiniteError(FloatingPointError):
+    """An env returned a NaN or infinite observation (from ``reset()`` or ``step()``) or reward, or one beyond
+    float32's range, or a training loss became non-finite."""
+
+
+def set_random_seed(seed: int, using_cuda: bool = False) -> None:
+    """Seed Python's ``random``, NumPy's global generator and torch (SB3's ``set_random_seed``).
+
+    Args:
+        seed: the seed, an int >= 0.
+        using_cuda: also make cuDNN deterministic (``torch.backends.cudnn.deterministic = True``,
+            ``benchmark = False``), as Stable-Baselines3 does.
+    """
+    seed = _check_int("seed", seed, 0)
+    random.seed(seed)
+    np.random.seed(seed % 2**32)  # noqa: NPY002  (the global generator is what SB3 seeds)
+    torch.manual_seed(seed)
+    if using_cuda:
+        torch.backends.cudnn.deterministic = True
+        torch.backends.cudnn.benchmark = False
+
+
+def polyak_update(params: Iterable[torch.Tensor], target_params: Iterable[torch.Tensor], tau: float) -> None:
+    """Move every target tensor towards its source: ``target <- target + tau * (param - target)``, in place.
+
+    Stable-Baselines3's ``polyak_update`` signature; computed with ``torch._foreach_lerp_`` as the TD3 update does
+    (one fused call per list), so a model updated through this function matches the built-in update bit for bit.
+
+    Raises:
+        ValueError: the two iterables have different lengths, or ``tau`` is outside [0, 1].
+    """
+    tau = _check_float("tau", tau, 0.0, 1.0)
+    params, target_params = list(params), list(target_params)
+    if len(params) != len(target_params):
+        raise ValueError(
+            f"params and target_params must have the same length, got {len(params)} and {len(target_params)}"
+        )
+    if params:
+        with torch.no_grad():
+            torch._foreach_lerp_(target_params, params, tau)
+
+
+def get_linear_fn(start: float, end: float, end_fraction: float) -> Schedule:
+    """A schedule going linearly from ``start`` (progress remaining 1) to ``end``, reached after ``end_fraction``
+    of training and kept after it (SB3's ``get_linear_fn``; a `rlkit_td3.schedules.LinearSchedule`, so it is
+    saved as JSON)."""
+    return LinearSchedule(start, end, end_fraction)
+
+
+def constant_fn(val: float) -> Schedule:
+    """A schedule that always returns ``val`` (SB3's ``constant_fn``; a `rlkit_td3.schedules.ConstantSchedule`)."""
+    return ConstantSchedule(val)
+
+
+def get_schedule_fn(value_schedule: Schedule | float) -> Schedule:
+    """A number becomes `constant_fn` of it; a callable is returned as a schedule whose values are Python floats
+    (SB3's ``get_schedule_fn``).
+
+    Raises:
+        TypeError: ``value_schedule`` is neither a number nor callable.
+    """
+    if isinstance(value_schedule, (ConstantSchedule, LinearSchedule)):
+        return value_schedule
+    if callable(value_schedule):
+        schedule = value_schedule
+        return lambda progress_remaining: float(schedule(progress_remaining))
+    if isinstance(value_schedule, (bool, np.bool_)) or not isinstance(
+        value_schedule, (int, float, np.integer, np.floating)
+    ):
+        raise TypeError(f"value_schedule must be a number or a callable, got {value_schedule!r}")
+    return constant_fn(float(value_schedule))
+
+
+def safe_mean(arr: Any) -> float:
+    """The mean of ``arr``, or NaN when it is empty (SB3's ``safe_mean``, used for logging)."""
+    values = np.asarray(list(arr) if not isinstance(arr, np.ndarray) else arr)
+    return float("nan") if values.size == 0 else float(np.mean(values))
+
+
+def _latest_run_id(folder: Path, name: str) -> int:
+    """The largest ``N`` among the sub-folders ``<name>_<N>`` of ``folder`` (0 if none)."""
+    ids = [0]
+    if folder.is_dir():
+        for child in folder.iterdir():
+            prefix, _, suffix = child.name.rpartition("_")
+            if child.is_dir() and prefix == name and suffix.isdigit():
+                ids.append(int(suffix))
+    return max(ids)
+
+
+def _check_int(name: str, value: Any, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def _check_float(name: str, value: Any, low: float, high: float, low_open: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
+        raise TypeError(f"{name} must be a number, got {value!r}")
+    value = float(value)
+    ok = (value > low if low_open else value >= low) and value <= high
+    if not ok:
+        interval = f"{'(' if low_open else '['}{low}, {high}]"
+        raise ValueError(f"{name} must be in {interval}, got {value!r}")
+    return value
+
+
+def _parse_train_freq(train_freq: Any) -> tuple[int, str]:
+    if isinstance(train_freq, (tuple, list)):
+        if len(train_freq) != 2 or train_freq[1] not in _TRAIN_FREQ_UNITS:
+            raise ValueError(f"train_freq must be an int or a tuple (n, 'step'|'episode'), got {train_freq!r}")
+        return _check_int("train_freq", train_freq[0], 1), str(train_freq[1])
+    return _check_int("train_freq", train_freq, 1), "step"
+
+
+def get_device(device: torch.device | str = "auto") -> torch.device:
+    """``"auto"`` → CUDA when available, else CPU; anything else is passed to ``torch.device``."""
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+def _check_device(device: Any) -> torch.device:
+    if not isinstance(device, (str, torch.device)):
+        raise TypeError(f"device must be a str or torch.device, got {device!r}")
+    try:
+        return get_device(device)
+    except RuntimeError as exc:
+        raise ValueError(f"device {device!r} is not a valid torch device ({exc})") from exc
