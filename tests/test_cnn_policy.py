@@ -1,0 +1,251 @@
+"""CnnPolicy / MultiInputPolicy and the features extractor options of TD3Policy; image observations end to end."""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+from gymnasium import spaces
+
+from rlkit_td3 import DDPG, TD3
+from rlkit_td3.policies import CnnPolicy, MultiInputPolicy, TD3Policy
+from rlkit_td3.serialization import ModelFileError
+from rlkit_td3.torch_layers import NatureCNN
+
+ACT = spaces.Box(-1.0, 1.0, (2,), np.float32)
+SMALL = dict(net_arch=[16], features_extractor_kwargs=dict(features_dim=8))
+
+
+class PixelReach(gym.Env):
+    """A point mass must reach a target on a 36x36 image: both are drawn as 4x4 squares (agent 255, target
+    128), on a single channel, first or last. Reward: minus the distance; 20 steps an episode."""
+
+    def __init__(self, channels_last: bool = False, horizon: int = 20):
+        shape = (36, 36, 1) if channels_last else (1, 36, 36)
+        self.observation_space = spaces.Box(0, 255, shape, np.uint8)
+        self.action_space = spaces.Box(-1.0, 1.0, (2,), np.float32)
+        self.channels_last, self.horizon = channels_last, horizon
+
+    def _obs(self):
+        img = np.zeros((36, 36), np.uint8)
+        for point, value in ((self.target, 128), (self.pos, 255)):
+            row, col = np.clip(((point + 1.0) * 16).astype(int), 0, 32)
+            img[row : row + 4, col : col + 4] = value
+        return img[:, :, None] if self.channels_last else img[None]
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.pos = self.np_random.uniform(-1, 1, 2)
+        self.target = self.np_random.uniform(-1, 1, 2)
+        self.t = 0
+        return self._obs(), {}
+
+    def step(self, action):
+        self.pos = np.clip(self.pos + 0.2 * np.clip(action, -1, 1), -1, 1)
+        self.t += 1
+        return self._obs(), -float(np.linalg.norm(self.pos - self.target)), False, self.t >= self.horizon, {}
+
+
+def _cnn_model(cls=TD3, channels_last=False, **policy_kwargs):
+    return cls(
+        "CnnPolicy",
+        PixelReach(channels_last),
+        seed=3,
+        learning_starts=16,
+        batch_size=8,
+        buffer_size=200,
+        policy_kwargs={**SMALL, **policy_kwargs},
+    )
+
+
+# ---------------------------------------------------------------------------- policy construction
+def test_aliases_pick_their_extractor():
+    image = spaces.Box(0, 255, (36, 36, 3), np.uint8)
+    cnn = CnnPolicy(image, ACT, **SMALL)
+    assert isinstance(cnn.actor.features_extractor, NatureCNN) and isinstance(cnn.critic.features_extractor, NatureCNN)
+    assert cnn.actor.features_extractor is not cnn.critic.features_extractor  # one each by default, as SB3's TD3
+    assert cnn.actor.mu[0].in_features == 8 and cnn.critic.weights[0].shape == (2, 8 + 2, 16)
+    multi = MultiInputPolicy(spaces.Dict(im=image, v=spaces.Box(-1, 1, (3,), np.float32)), ACT, net_arch=[16])
+    assert multi.actor.mu[0].in_features == 256 + 3
+
+
+@pytest.mark.parametrize(
+    "policy_cls, space, message",
+    [
+        (TD3Policy, spaces.Dict(v=spaces.Box(-1, 1, (3,), np.float32)), "use policy='MultiInputPolicy'"),
+        (CnnPolicy, spaces.Dict(v=spaces.Box(-1, 1, (3,), np.float32)), "use policy='MultiInputPolicy'"),
+        (TD3Policy, spaces.Box(0, 255, (3, 36, 36), np.uint8), "use policy='CnnPolicy'"),
+        (MultiInputPolicy, spaces.Box(-1, 1, (3,), np.float32), "takes a Dict observation space"),
+        (CnnPolicy, spaces.Box(-1, 1, (3,), np.float32), "NatureCNN needs an image observation space"),
+    ],
+)
+def test_the_wrong_alias_is_refused_with_the_right_one_named(policy_cls, space, message):
+    with pytest.raises((TypeError, ValueError), match=message):
+        policy_cls(space, ACT)
+
+
+def test_models_accept_the_alias_strings_and_refuse_mlp_on_images():
+    assert type(_cnn_model().policy) is CnnPolicy
+    assert type(_cnn_model(DDPG).policy) is CnnPolicy
+    with pytest.raises(TypeError, match="use policy='CnnPolicy'"):
+        TD3("MlpPolicy", PixelReach(), seed=0)
+
+
+@pytest.mark.parametrize("normalize", [True, False])
+def test_images_reach_the_extractor_scaled_only_with_normalize_images(normalize):
+    policy = CnnPolicy(PixelReach().observation_space, ACT, normalize_images=normalize, **SMALL)
+    seen = []
+    policy.actor.features_extractor.register_forward_pre_hook(lambda module, args: seen.append(args[0]))
+    obs = PixelReach().reset(seed=0)[0]
+    policy.predict(obs)
+    expected = torch.as_tensor(obs[None], dtype=torch.float32)
+    assert torch.equal(seen[0], expected / 255.0 if normalize else expected)
+
+
+def test_predict_takes_one_image_or_a_batch_channels_last_too():
+    env = PixelReach(channels_last=True)
+    policy = CnnPolicy(env.observation_space, ACT, **SMALL)
+    obs = np.stack([env.reset(seed=s)[0] for s in range(3)])
+    batch, _ = policy.predict(obs)
+    assert batch.shape == (3, 2)
+    np.testing.assert_array_equal(policy.predict(obs[1])[0], batch[1])
+
+
+# ---------------------------------------------------------------------------- share_features_extractor
+def _snapshot(module):
+    return [p.detach().clone() for p in module.parameters()]
+
+
+def _changed(before, module):
+    return [not torch.equal(a, b) for a, b in zip(before, module.parameters())]
+
+
+def test_a_shared_extractor_is_trained_by_the_actor_loss_only():
+    model = _cnn_model(share_features_extractor=True)
+    policy = model.policy
+    shared = policy.actor.features_extractor
+    assert policy.critic.shared_features_extractor is shared and policy.critic.features_extractor is None
+    assert policy.critic_target.shared_features_extractor is policy.actor_target.features_extractor
+    critic_ids = {id(p) for group in policy.critic_optimizer.param_groups for p in group["params"]}
+    assert not critic_ids & {id(p) for p in shared.parameters()}  # the critic optimizer never holds it
+    assert not any(k.startswith("critic.features_extractor") for k in policy.state_dict())
+
+    model.learn(24)
+    batch = model.replay_buffer.sample(8)
+    ext, mlp = _snapshot(shared), _snapshot(policy.critic)
+    shared.zero_grad(set_to_none=True)  # the last actor step of learn() left its gradients
+    critic_loss = (policy.critic(batch.observations, batch.actions) ** 2).sum()
+    critic_loss.backward()
+    assert all(p.grad is None for p in shared.parameters())  # no gradient reaches it from the critic loss
+    model._train_step(batch, update_actor=False)
+    assert not any(_changed(ext, shared)) and all(_changed(mlp, policy.critic))
+    model._train_step(batch, update_actor=True)
+    assert all(_changed(ext, shared))  # the actor loss trains it
+
+
+def test_separate_extractors_are_trained_by_their_own_losses():
+    model = _cnn_model()
+    policy = model.policy
+    model.learn(24)  # fills the buffer past learning_starts
+    actor_ext, critic_ext = _snapshot(policy.actor.features_extractor), _snapshot(policy.critic.features_extractor)
+    model._train_step(model.replay_buffer.sample(8), update_actor=False)
+    assert all(_changed(critic_ext, policy.critic.features_extractor))
+    assert not any(_changed(actor_ext, policy.actor.features_extractor))
+    model._train_step(model.replay_buffer.sample(8), update_actor=True)
+    assert all(_changed(actor_ext, policy.actor.features_extractor))
+
+
+# ---------------------------------------------------------------------------- storage
+def test_image_observations_are_stored_as_uint8():
+    model = _cnn_model()
+    model.learn(30)
+    buf = model.replay_buffer
+    assert buf.observations.dtype == np.uint8 and buf.next_observations.dtype == np.uint8
+    # per transition: two 1x36x36 uint8 images, 2 float32 action values, a float32 reward, two flags
+    assert buf.nbytes // buf.buffer_size == 2 * 36 * 36 + 4 * 2 + 4 + 2
+    float_obs = TD3("MlpPolicy", gym.make("Pendulum-v1"), buffer_size=200, batch_size=8, seed=0).replay_buffer
+    assert float_obs.observations.dtype == np.float32  # every other observation space is unchanged
+    batch = buf.sample(4)
+    assert batch.observations.dtype == torch.float32 and float(batch.observations.max()) == 255.0
+
+
+# ---------------------------------------------------------------------------- files
+@pytest.mark.parametrize("share", [False, True])
+def test_cnn_model_save_load_predicts_the_same(tmp_path, share):
+    model = _cnn_model(share_features_extractor=share, channels_last=True)
+    model.learn(30)
+    model.save(tmp_path / "m.zip")
+    loaded = TD3.load(tmp_path / "m.zip")
+    assert type(loaded.policy) is CnnPolicy and loaded.policy.share_features_extractor is share
+    obs = np.stack([PixelReach(True).reset(seed=s)[0] for s in range(4)])
+    np.testing.assert_array_equal(loaded.predict(obs, deterministic=True)[0], model.predict(obs, deterministic=True)[0])
+
+
+def test_cnn_policy_file_round_trip(tmp_path):
+    policy = CnnPolicy(PixelReach().observation_space, ACT, **SMALL)
+    policy.save(tmp_path / "p.zip")
+    loaded = CnnPolicy.load(tmp_path / "p.zip")
+    obs = PixelReach().reset(seed=1)[0]
+    np.testing.assert_array_equal(loaded.predict(obs)[0], policy.predict(obs)[0])
+
+
+def _rewrite_member(path, out, member, edit):
+    with zipfile.ZipFile(path) as src, zipfile.ZipFile(out, "w") as dst:
+        for info in src.infolist():
+            data = src.read(info.filename)
+            dst.writestr(info.filename, edit(data) if info.filename.endswith(member) else data)
+    return out
+
+
+def test_a_wrong_nature_cnn_shape_is_a_model_file_error(tmp_path):
+    CnnPolicy(PixelReach().observation_space, ACT, **SMALL).save(tmp_path / "p.zip")
+
+    def bigger(data):
+        meta = json.loads(data)
+        meta["policy"]["kwargs"]["features_extractor_kwargs"]["features_dim"] = 10**9  # nothing may be allocated
+        return json.dumps(meta).encode()
+
+    forged = _rewrite_member(tmp_path / "p.zip", tmp_path / "f.zip", "metadata.json", bigger)
+    with pytest.raises(ModelFileError, match=r"actor.features_extractor.linear.0.weight"):
+        CnnPolicy.load(forged)
+
+    def conv_shape(data):
+        state = torch.load(io.BytesIO(data), weights_only=True)
+        state["critic.features_extractor.cnn.0.weight"] = torch.zeros(32, 3, 8, 8)
+        buf = io.BytesIO()
+        torch.save(state, buf)
+        return buf.getvalue()
+
+    forged = _rewrite_member(tmp_path / "p.zip", tmp_path / "g.zip", "policy.pth", conv_shape)
+    with pytest.raises(ModelFileError, match=r"critic.features_extractor.cnn.0.weight.*\(32, 3, 8, 8\)"):
+        CnnPolicy.load(forged)
+
+
+def test_a_model_file_naming_an_unknown_extractor_needs_custom_objects(tmp_path):
+    model = _cnn_model()
+    model.save(tmp_path / "m.zip")
+
+    def foreign(data):
+        meta = json.loads(data)
+        meta["policy"]["kwargs"]["features_extractor_class"] = "os:system"
+        return json.dumps(meta).encode()
+
+    forged = _rewrite_member(tmp_path / "m.zip", tmp_path / "f.zip", "metadata.json", foreign)
+    with pytest.raises(ModelFileError, match="features_extractor_class 'os:system'"):
+        TD3.load(forged)
+
+
+def test_cnn_model_resumes_exactly(tmp_path):
+    straight = _cnn_model()
+    straight.learn(40)
+    straight.save(tmp_path / "half.zip", include_buffer=True)
+    straight.learn(30, reset_num_timesteps=False)
+    resumed = TD3.load(tmp_path / "half.zip", env=PixelReach())
+    resumed.learn(30, reset_num_timesteps=False)
+    for a, b in zip(straight.policy.state_dict().values(), resumed.policy.state_dict().values()):
+        assert torch.equal(a, b)
