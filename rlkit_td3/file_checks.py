@@ -115,6 +115,7 @@ def _custom_classes() -> dict[str, type]:
         "replay_buffer_class": ReplayBuffer,
         "activation_fn": torch.nn.Module,
         "optimizer_class": torch.optim.Optimizer,
+        "features_extractor_class": torch.nn.Module,
     }
 
 
