@@ -308,7 +308,7 @@ def save(model: Any, path: str | os.PathLike[str], include_buffer: bool = False)
         policy_json["features_extractor_class"] = class_to_name(
             policy_kwargs["features_extractor_class"], FEATURES_EXTRACTORS
         )
-    for key in ("features_extractor_kwargs", "share_features_extractor", "normalize_images"):
+    for key in ("features_extractor_kwargs", "share_features_extractor", "normalize_images", "critic_layer_norm"):
         if key in policy_kwargs:
             policy_json[key] = policy_kwargs[key]
     if model.action_noise is None:
@@ -690,8 +690,13 @@ def _fill_from_file(
     except (TypeError, ValueError) as exc:
         raise CallerArgumentError() from exc
     num_timesteps, n_updates, episode_num = check_counters(metadata["counters"])
-    extractor_keys = {"features_extractor_class", "features_extractor_kwargs", "share_features_extractor"}
-    if model.policy_class is TD3Policy and not extractor_keys & set(model.policy_kwargs):
+    beyond_mlp = {
+        "features_extractor_class",
+        "features_extractor_kwargs",
+        "share_features_extractor",
+        "critic_layer_norm",
+    }
+    if model.policy_class is TD3Policy and not beyond_mlp & set(model.policy_kwargs):
         _check_policy_size(observation_space, action_space, model.policy_kwargs, tensors["policy"])
     elif model.policy_class in (TD3Policy, CnnPolicy, MultiInputPolicy):
         # exact tensor shapes, features extractor included (checked on the meta device: nothing allocated)

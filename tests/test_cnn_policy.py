@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 from gymnasium import spaces
+from torch import nn
 
 from rlkit_td3 import DDPG, TD3
 from rlkit_td3.noise import NormalActionNoise
@@ -291,3 +292,57 @@ def test_td3_cnn_policy_learns_to_reach_a_target_from_pixels():
     )
     model.learn(2000)
     assert _returns(lambda obs: model.predict(obs, deterministic=True)[0]) > RETURN_THRESHOLD
+
+
+# ---------------------------------------------------------------------------- critic_layer_norm
+def _mlp_policy(**kwargs):
+    torch.manual_seed(0)
+    return TD3Policy(spaces.Box(-1, 1, (3,), np.float32), ACT, net_arch=[8, 6], n_critics=3, **kwargs)
+
+
+def test_critic_layer_norm_is_off_by_default_and_leaves_the_weights_unchanged():
+    plain, normed = _mlp_policy(), _mlp_policy(critic_layer_norm=True)
+    assert not any("norm" in name for name in plain.state_dict())
+    for name, tensor in plain.state_dict().items():  # same draws from the generator, same order
+        assert torch.equal(tensor, normed.state_dict()[name])
+    assert normed.critic.norm_weights[1].shape == (3, 1, 6) and normed.critic.norm_biases[0].shape == (3, 1, 8)
+
+
+def test_critic_layer_norm_normalises_each_hidden_layer_per_critic():
+    policy = _mlp_policy(critic_layer_norm=True)
+    critic = policy.critic
+    with torch.no_grad():
+        for p in (*critic.norm_weights, *critic.norm_biases):
+            p.uniform_(-2, 2)
+    obs, act = torch.randn(5, 3), torch.rand(5, 2) * 2 - 1
+    q = critic(obs, act)
+    for k in range(3):  # critic k rebuilt with nn.Linear and nn.LayerNorm
+        x = torch.cat([obs, act], dim=1)
+        for i in range(2):
+            x = x @ critic.weights[i][k] + critic.biases[i][k]
+            norm = nn.LayerNorm(x.shape[-1])
+            norm.weight.data, norm.bias.data = critic.norm_weights[i][k, 0], critic.norm_biases[i][k, 0]
+            x = torch.relu(norm(x))
+        expected = (x @ critic.weights[2][k] + critic.biases[2][k]).squeeze(-1)
+        torch.testing.assert_close(q[k], expected)
+    torch.testing.assert_close(critic.q1_forward(obs, act), q[0])
+
+
+def test_critic_layer_norm_trains_saves_and_loads(tmp_path):
+    model = TD3(
+        "MlpPolicy",
+        gym.make("Pendulum-v1"),
+        learning_starts=20,
+        batch_size=8,
+        buffer_size=100,
+        seed=0,
+        policy_kwargs=dict(net_arch=[8], critic_layer_norm=True),
+    )
+    before = model.policy.critic.norm_weights[0].detach().clone()
+    model.learn(40)
+    assert not torch.equal(before, model.policy.critic.norm_weights[0])
+    model.save(tmp_path / "m.zip")
+    loaded = TD3.load(tmp_path / "m.zip")
+    assert loaded.policy.critic_layer_norm
+    for name, tensor in model.policy.state_dict().items():
+        assert torch.equal(tensor, loaded.policy.state_dict()[name])

@@ -180,6 +180,9 @@ class CriticEnsemble(nn.Module):
     Layer ``i`` of all critics is one weight tensor of shape ``(n_critics, in, out)``; a forward pass is
     one batched matmul per layer. Each critic is initialised like ``nn.Linear`` (uniform in
     ±1/sqrt(fan_in) for weights and biases) from the global torch generator, critic by critic.
+
+    With ``layer_norm`` every hidden layer is followed by a LayerNorm (before the activation) with its own
+    gain and bias per critic, tensors of shape ``(n_critics, 1, width)`` initialised to ones and zeros.
     """
 
     def __init__(
@@ -192,6 +195,7 @@ class CriticEnsemble(nn.Module):
         features_extractor: nn.Module | None = None,
         preprocess: nn.Module | None = None,
         shared_features_extractor: nn.Module | None = None,
+        layer_norm: bool = False,
     ):
         super().__init__()
         self.preprocess = preprocess if preprocess is not None else ScaleImages(False)
@@ -215,6 +219,19 @@ class CriticEnsemble(nn.Module):
             self.biases.append(nn.Parameter(torch.empty(n_critics, 1, fan_out)))
         self.activation = activation_fn()
         self.reset_parameters()
+        self.layer_norm = bool(layer_norm)
+        if self.layer_norm:  # after the weights: their initial values are drawn exactly as without LayerNorm
+            self.norm_weights = nn.ParameterList(nn.Parameter(torch.ones(n_critics, 1, w)) for w in net_arch)
+            self.norm_biases = nn.ParameterList(nn.Parameter(torch.zeros(n_critics, 1, w)) for w in net_arch)
+
+    def _normalize(self, x: torch.Tensor, i: int, critic: int | None = None) -> torch.Tensor:
+        """LayerNorm of hidden layer ``i`` (all critics, or one, detached), when enabled."""
+        if not self.layer_norm:
+            return x
+        x = nn.functional.layer_norm(x, x.shape[-1:])
+        if critic is None:
+            return torch.addcmul(self.norm_biases[i], x, self.norm_weights[i])
+        return torch.addcmul(self.norm_biases[i][critic].detach(), x, self.norm_weights[i][critic].detach())
 
     def reset_parameters(self) -> None:
         """Draw fresh weights, matching ``nn.Linear``'s default initialisation per critic."""
@@ -242,7 +259,7 @@ class CriticEnsemble(nn.Module):
         for i, (weight, bias) in enumerate(zip(self.weights, self.biases)):
             x = torch.baddbmm(bias, x, weight)
             if i < last:
-                x = self.activation(x)
+                x = self.activation(self._normalize(x, i))
         return x.squeeze(-1)
 
     def q1_forward(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
@@ -256,7 +273,7 @@ class CriticEnsemble(nn.Module):
         for i, (weight, bias) in enumerate(zip(self.weights, self.biases)):
             x = torch.addmm(bias[0].detach(), x, weight[0].detach())
             if i < last:
-                x = self.activation(x)
+                x = self.activation(self._normalize(x, i, critic=0))
         return x.squeeze(-1)
 
 
@@ -315,6 +332,7 @@ class TD3Policy(nn.Module):
         share_features_extractor: the critics use the actor's extractor; only the actor loss trains it (the
             critic loss sees its features without gradient, as in SB3).
         normalize_images: scale image observations (see `rlkit_td3.preprocessing.is_image_space`) to [0, 1].
+        critic_layer_norm: a LayerNorm after each hidden layer of the critics (per-critic gain and bias).
     """
 
     default_features_extractor_class: type[BaseFeaturesExtractor] = FlattenExtractor
@@ -335,6 +353,7 @@ class TD3Policy(nn.Module):
         features_extractor_kwargs: dict[str, Any] | None = None,
         share_features_extractor: bool = False,
         normalize_images: bool = True,
+        critic_layer_norm: bool = False,
     ):
         super().__init__()
         if not isinstance(action_space, spaces.Box):
@@ -351,6 +370,7 @@ class TD3Policy(nn.Module):
         for name, flag in (
             ("share_features_extractor", share_features_extractor),
             ("normalize_images", normalize_images),
+            ("critic_layer_norm", critic_layer_norm),
         ):
             if not isinstance(flag, (bool, np.bool_)):
                 raise TypeError(f"{name} must be a bool, got {flag!r}")
@@ -381,6 +401,7 @@ class TD3Policy(nn.Module):
         self.features_extractor_kwargs = python_scalars(dict(features_extractor_kwargs or {}))
         self.share_features_extractor = bool(share_features_extractor)
         self.normalize_images = bool(normalize_images)
+        self.critic_layer_norm = bool(critic_layer_norm)
 
         action_dim = int(np.prod(action_space.shape))
         # Built in this order (actor extractor, actor MLP, critic extractor, critic MLPs), each drawing its
@@ -398,6 +419,7 @@ class TD3Policy(nn.Module):
                 n_critics,
                 preprocess=self._preprocessor(),
                 shared_features_extractor=self.actor.features_extractor,
+                layer_norm=self.critic_layer_norm,
             )
         else:
             self.critic = CriticEnsemble(
@@ -408,6 +430,7 @@ class TD3Policy(nn.Module):
                 n_critics,
                 self.make_features_extractor(),
                 self._preprocessor(),
+                layer_norm=self.critic_layer_norm,
             )
         self.n_critics = self.critic.n_critics
         self.critic_target = copy.deepcopy(self.critic)
@@ -508,6 +531,8 @@ class TD3Policy(nn.Module):
             kwargs["share_features_extractor"] = True
         if not self.normalize_images:
             kwargs["normalize_images"] = False
+        if self.critic_layer_norm:
+            kwargs["critic_layer_norm"] = True
         return kwargs
 
     # ------------------------------------------------------------------ Stable-Baselines3's BasePolicy API
@@ -784,13 +809,14 @@ def expected_state_shapes(
     n_critics: int,
     extractor_shapes: dict[str, tuple[int, ...]] | None = None,
     share_features_extractor: bool = False,
+    critic_layer_norm: bool = False,
 ) -> dict[str, tuple[int, ...]]:
     """The name and shape of every tensor in a `TD3Policy`'s ``state_dict``, from its architecture
     alone (nothing is allocated).
 
     ``obs_dim`` is the features extractor's ``features_dim``; ``extractor_shapes`` the extractor's own tensors
     (see `extractor_state_shapes`; none for the default flatten), held by the actors, and by the critics unless
-    ``share_features_extractor``.
+    ``share_features_extractor``; ``critic_layer_norm`` adds the critics' LayerNorm gains and biases.
     """
     pi, qf = parse_net_arch(net_arch)
     shapes: dict[str, tuple[int, ...]] = {}
@@ -809,6 +835,10 @@ def expected_state_shapes(
         for i, (fan_in, fan_out) in enumerate(zip(sizes[:-1], sizes[1:])):
             shapes[f"{prefix}.weights.{i}"] = (n_critics, fan_in, fan_out)
             shapes[f"{prefix}.biases.{i}"] = (n_critics, 1, fan_out)
+        if critic_layer_norm:
+            for i, width in enumerate(qf):
+                shapes[f"{prefix}.norm_weights.{i}"] = (n_critics, 1, width)
+                shapes[f"{prefix}.norm_biases.{i}"] = (n_critics, 1, width)
     return shapes
 
 
@@ -840,13 +870,22 @@ def _check_state_shapes(
     share = kwargs.get("share_features_extractor", False)
     if not isinstance(share, bool):
         raise ModelFileError(f"share_features_extractor must be a bool, got {share!r}")
+    layer_norm = kwargs.get("critic_layer_norm", False)
+    if not isinstance(layer_norm, bool):
+        raise ModelFileError(f"critic_layer_norm must be a bool, got {layer_norm!r}")
     try:
         _check_observation_space(observation_space, extractor)
         features_dim, extractor_shapes = extractor_state_shapes(extractor, observation_space, extractor_kwargs)
     except (TypeError, ValueError) as exc:
         raise ModelFileError(f"the declared features extractor cannot be built: {exc}") from exc
     expected = expected_state_shapes(
-        features_dim, action_dim, kwargs.get("net_arch", DEFAULT_NET_ARCH), n_critics, extractor_shapes, share
+        features_dim,
+        action_dim,
+        kwargs.get("net_arch", DEFAULT_NET_ARCH),
+        n_critics,
+        extractor_shapes,
+        share,
+        layer_norm,
     )
     stored = {name: tuple(tensor.shape) for name, tensor in state.items()}
     if policy_cls in (TD3Policy, CnnPolicy, MultiInputPolicy) and set(stored) != set(expected):
