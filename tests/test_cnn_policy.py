@@ -346,3 +346,29 @@ def test_critic_layer_norm_trains_saves_and_loads(tmp_path):
     assert loaded.policy.critic_layer_norm
     for name, tensor in model.policy.state_dict().items():
         assert torch.equal(tensor, loaded.policy.state_dict()[name])
+
+
+# ---------------------------------------------------------------------------- corrupted files
+def test_fuzzed_cnn_files_load_or_raise_model_file_error(tmp_path):
+    """Corrupted variants (tests/model_fuzz.py) of a CnnPolicy policy file and of a CnnPolicy model file with
+    its uint8 replay buffer: each loads or raises ModelFileError, nothing else."""
+    from tests.model_fuzz import cases
+
+    model = _cnn_model(share_features_extractor=True)
+    model.learn(30)
+    model.save(tmp_path / "m.zip", include_buffer=True)
+    model.policy.save(tmp_path / "p.zip")
+    path = tmp_path / "fuzz.zip"
+    obs = PixelReach().reset(seed=0)[0]
+    for source, load in ((tmp_path / "p.zip", CnnPolicy.load), (tmp_path / "m.zip", TD3.load)):
+        refused = 0
+        for kind, data in cases(source.read_bytes(), 60, seed=4):
+            path.write_bytes(data)
+            try:
+                loaded = load(path, device="cpu")
+            except ModelFileError as exc:
+                assert str(exc), kind
+                refused += 1
+            else:  # a tolerated corruption (a learning rate, a timestamp): it still acts
+                assert loaded.predict(obs)[0].shape == (2,), kind
+        assert refused >= 30, (source.name, refused)
