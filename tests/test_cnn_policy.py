@@ -372,3 +372,12 @@ def test_fuzzed_cnn_files_load_or_raise_model_file_error(tmp_path):
             else:  # a tolerated corruption (a learning rate, a timestamp): it still acts
                 assert loaded.predict(obs)[0].shape == (2,), kind
         assert refused >= 30, (source.name, refused)
+
+
+def test_cnn_policy_exports_to_torchscript_with_the_image_scaling_inside(tmp_path):
+    env = PixelReach(channels_last=True)
+    policy = CnnPolicy(env.observation_space, ACT, **SMALL)
+    scripted = torch.jit.load(str(policy.export(tmp_path / "cnn.pt")))
+    obs = np.stack([env.reset(seed=s)[0] for s in range(3)])
+    out = scripted(torch.as_tensor(obs, dtype=torch.float32)).numpy()
+    np.testing.assert_allclose(out, policy.predict(obs)[0], rtol=1e-6, atol=1e-6)
