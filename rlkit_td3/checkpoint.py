@@ -336,6 +336,7 @@ def save(model: Any, path: str | os.PathLike[str], include_buffer: bool = False)
             "policy_delay": model.policy_delay,
             "target_policy_noise": model.target_policy_noise,
             "target_noise_clip": model.target_noise_clip,
+            "n_steps": model.n_steps,
             "verbose": model.verbose,
             "seed": model.seed,
             "tensorboard_log": model.tensorboard_log,

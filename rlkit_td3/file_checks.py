@@ -320,7 +320,7 @@ def entry_byte_limits(metadata: dict[str, Any]) -> dict[str, int]:
     else:
         limits.update(dict.fromkeys(("policy.pth", "actor_optimizer.pth", "critic_optimizer.pth"), MAX_ENTRY_BYTES))
     limits["training_state.pth"] = ENTRY_OVERHEAD_BYTES + 8 * n_envs * obs_dim
-    row = 4 * (3 * obs_dim + act_dim + 1) + 2 + 8
+    row = 4 * (3 * obs_dim + act_dim + 1) + 2 + 8 + 16  # + 16: an n-step link and a priority (NStep, PER)
     limits[BUFFER_ENTRY] = ENTRY_OVERHEAD_BYTES + (buffer_size + n_envs) * row + 64 * n_envs
     return {name: min(limit, MAX_ENTRY_BYTES) for name, limit in limits.items()}
 

@@ -19,8 +19,14 @@ import torch
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 
-from rlkit_td3 import checkpoint
-from rlkit_td3.buffers import ReplayBuffer, ReplayBufferSamples
+from rlkit_td3 import checkpoint, sb3_import
+from rlkit_td3.buffers import (
+    NStepReplayBuffer,
+    PrioritizedReplayBuffer,
+    PrioritizedReplayBufferSamples,
+    ReplayBuffer,
+    ReplayBufferSamples,
+)
 from rlkit_td3.callbacks import MaybeCallback, convert_callback
 from rlkit_td3.logger import Logger, configure
 from rlkit_td3.noise import ActionNoise, NormalActionNoise, VectorizedActionNoise
@@ -82,7 +88,8 @@ class OffPolicyAlgorithm:
         gradient_steps: gradient steps after each rollout; -1 means as many as transitions collected.
         action_noise: exploration noise in normalised units. ``"default"`` (the default) is Gaussian with
             σ = 0.1; ``None`` turns exploration noise off.
-        replay_buffer_class: a `ReplayBuffer` subclass (default ``ReplayBuffer``).
+        replay_buffer_class: a `ReplayBuffer` subclass (default ``ReplayBuffer``, or ``NStepReplayBuffer`` when
+            ``n_steps > 1``).
         replay_buffer_kwargs: extra keyword arguments for the buffer.
         optimize_memory_usage: store each observation once in the replay buffer (about half the memory);
             terminations and truncations stay exact (see `ReplayBuffer`).
@@ -91,6 +98,10 @@ class OffPolicyAlgorithm:
         target_noise_clip: the smoothing noise is clipped to ±``target_noise_clip``.
         actor_learning_rate: overrides ``learning_rate`` for the actor (float or schedule).
         critic_learning_rate: overrides ``learning_rate`` for the critics (float or schedule).
+        n_steps: n-step returns (SB3's name): targets use ``n_steps`` rewards and the discount ``gamma ** k``
+            the buffer reports (see `NStepReplayBuffer`). Default 1: one-step TD3. Needs an ``NStepReplayBuffer``
+            subclass, which is chosen when ``replay_buffer_class`` is not given; the model passes ``n_steps`` and
+            ``gamma`` to such a buffer unless ``replay_buffer_kwargs`` sets them (SB3's way, also accepted).
         policy_kwargs: keyword arguments for the policy (``net_arch``, ``activation_fn``, ``n_critics``,
             ``optimizer_class``, ``optimizer_kwargs``). The caller's dict is never modified.
         tensorboard_log: folder for TensorBoard runs; each ``learn`` call logs to
@@ -127,6 +138,7 @@ class OffPolicyAlgorithm:
         target_noise_clip: float,
         actor_learning_rate: ScheduleLike | None = None,
         critic_learning_rate: ScheduleLike | None = None,
+        n_steps: int = 1,
         policy_kwargs: dict[str, Any] | None = None,
         tensorboard_log: str | os.PathLike[str] | None = None,
         verbose: int = 0,
@@ -165,8 +177,22 @@ class OffPolicyAlgorithm:
             isinstance(replay_buffer_class, type) and issubclass(replay_buffer_class, ReplayBuffer)
         ):
             raise TypeError(f"replay_buffer_class must be a ReplayBuffer subclass, got {replay_buffer_class!r}")
-        self.replay_buffer_class = replay_buffer_class or ReplayBuffer
+        self.n_steps = _check_int("n_steps", n_steps, 1)
+        if replay_buffer_class is None:
+            replay_buffer_class = NStepReplayBuffer if self.n_steps > 1 else ReplayBuffer
+        if self.n_steps > 1 and not issubclass(replay_buffer_class, NStepReplayBuffer):
+            raise ValueError(
+                f"n_steps={self.n_steps} needs an NStepReplayBuffer subclass as replay_buffer_class, "
+                f"got {replay_buffer_class.__name__}"
+            )
+        self.replay_buffer_class = replay_buffer_class
         self.replay_buffer_kwargs = python_scalars(dict(replay_buffer_kwargs or {}))
+        # SB3's way to configure a given n-step buffer, replay_buffer_kwargs={"n_steps": ..., "gamma": ...}, works too.
+        buffer_n_steps = self.replay_buffer_kwargs.get("n_steps", self.n_steps)
+        if self.n_steps > 1 and buffer_n_steps != self.n_steps:
+            raise ValueError(
+                f"n_steps={self.n_steps} and replay_buffer_kwargs n_steps={buffer_n_steps!r} disagree: give one of them"
+            )
         if not isinstance(optimize_memory_usage, (bool, np.bool_)):
             raise TypeError(f"optimize_memory_usage must be a bool, got {optimize_memory_usage!r}")
         self.optimize_memory_usage = bool(optimize_memory_usage)
@@ -254,7 +280,15 @@ class OffPolicyAlgorithm:
             device=self.device,
             n_envs=self.n_envs,
             seed=buffer_seed,
-            **{"optimize_memory_usage": self.optimize_memory_usage, **self.replay_buffer_kwargs},
+            **{
+                "optimize_memory_usage": self.optimize_memory_usage,
+                **(
+                    {"n_steps": self.n_steps, "gamma": self.gamma}
+                    if issubclass(self.replay_buffer_class, NStepReplayBuffer)
+                    else {}
+                ),
+                **self.replay_buffer_kwargs,
+            },
         )
         self.action_noise = self._make_action_noise(noise_seed)
         self._warmup_rng = np.random.default_rng(warmup_seed)
@@ -780,6 +814,8 @@ class OffPolicyAlgorithm:
         gradient_steps = _check_int("gradient_steps", gradient_steps, 1)
         batch_size = self.batch_size if batch_size is None else _check_int("batch_size", batch_size, 1)
         self._update_learning_rate()
+        if isinstance(self.replay_buffer, PrioritizedReplayBuffer):
+            self.replay_buffer.set_progress(1.0 - self._current_progress_remaining)  # anneals PER's beta
         critic_before, actor_before = self._critic_loss_sum.clone(), self._actor_loss_sum.clone()
         for _ in range(gradient_steps):
             self._n_updates += 1
@@ -818,12 +854,18 @@ class OffPolicyAlgorithm:
                 noise = noise.clamp(-self.target_noise_clip, self.target_noise_clip)
                 next_actions = (next_actions + noise).clamp(-1.0, 1.0)
             # y = r + γ (1 − terminated) min_i Q'_i(s', a'): bootstrap through truncation, not termination.
+            # n-step batches carry their own discount γ^k (k transitions summed into r).
             next_q = policy.critic_target(batch.next_observations, next_actions).min(dim=0).values
-            target_q = batch.rewards + self.gamma * (1.0 - batch.terminated) * next_q
+            discount = getattr(batch, "discounts", self.gamma)
+            target_q = batch.rewards + discount * (1.0 - batch.terminated) * next_q
 
-        # Critic loss: the sum over critics of each critic's MSE against y.
+        # Critic loss: the sum over critics of each critic's MSE against y (prioritized batches: the buffer's
+        # loss, importance-weighted for PER, Huber for LAP, which also updates the priorities).
         current_q = policy.critic(batch.observations, batch.actions)
-        critic_loss = (current_q - target_q).pow(2).mean(dim=1).sum()
+        if isinstance(batch, PrioritizedReplayBufferSamples):
+            critic_loss = self.replay_buffer.critic_loss(batch, current_q, target_q)
+        else:
+            critic_loss = (current_q - target_q).pow(2).mean(dim=1).sum()
         zero_grad(policy.critic_optimizer)
         critic_loss.backward()
         optimizer_step(policy.critic_optimizer)
@@ -1019,6 +1061,10 @@ class OffPolicyAlgorithm:
             ValueError: a bad argument value, or ``env``'s spaces differ from the model's.
             FileNotFoundError: no file at ``path`` (nor at ``path + ".zip"``).
         """
+        if sb3_import.is_sb3_zip(path):  # a file written by Stable-Baselines3 2.x TD3/DDPG
+            return sb3_import.load_sb3_model(
+                cls, path, env, device, custom_objects, print_system_info, force_reset, allow_pickle, **kwargs
+            )
         return checkpoint.load(
             cls,
             OffPolicyAlgorithm,

@@ -39,6 +39,13 @@ def make_counter(max_steps: int = 5, terminate_at: int | None = None, **kwargs) 
     return gym.wrappers.TimeLimit(CounterEnv(terminate_at=terminate_at, **kwargs), max_episode_steps=max_steps)
 
 
+# One torch thread from the start, not only per test: module- and session-scoped fixtures run before the autouse
+# fixture below, and a model they save records the thread count it trained at. A file saved at 2 threads makes a
+# forked child (tests/model_fuzz.py run_isolated) train at 2 threads, and a child's first parallel region after its
+# parent already ran one with GNU OpenMP (torch's libgomp) waits forever for the parent's worker threads.
+torch.set_num_threads(1)
+
+
 @pytest.fixture(autouse=True)
 def _threads():
     torch.set_num_threads(1)

@@ -1,8 +1,15 @@
 """Replay buffers. Custom buffers subclass `ReplayBuffer` and keep its constructor signature."""
 
+from rlkit_td3.buffers.n_step import NStepReplayBuffer, NStepReplayBufferSamples
+from rlkit_td3.buffers.prioritized import LAPReplayBuffer, PrioritizedReplayBuffer, PrioritizedReplayBufferSamples
 from rlkit_td3.buffers.replay_buffer import ReplayBuffer, ReplayBufferSamples
 
-BUFFER_REGISTRY: dict[str, type[ReplayBuffer]] = {"ReplayBuffer": ReplayBuffer}
+BUFFER_REGISTRY: dict[str, type[ReplayBuffer]] = {
+    "ReplayBuffer": ReplayBuffer,
+    "NStepReplayBuffer": NStepReplayBuffer,
+    "PrioritizedReplayBuffer": PrioritizedReplayBuffer,
+    "LAPReplayBuffer": LAPReplayBuffer,
+}
 """Buffer classes a saved model may name; add your own with `register_buffer()`."""
 
 
@@ -13,4 +20,14 @@ def register_buffer(name: str, cls: type[ReplayBuffer]) -> None:
     BUFFER_REGISTRY[name] = cls
 
 
-__all__ = ["BUFFER_REGISTRY", "ReplayBuffer", "ReplayBufferSamples", "register_buffer"]
+__all__ = [
+    "BUFFER_REGISTRY",
+    "LAPReplayBuffer",
+    "NStepReplayBuffer",
+    "NStepReplayBufferSamples",
+    "PrioritizedReplayBuffer",
+    "PrioritizedReplayBufferSamples",
+    "ReplayBuffer",
+    "ReplayBufferSamples",
+    "register_buffer",
+]

@@ -323,6 +323,7 @@ class ReplayBuffer:
             "rng_state": self._rng.bit_generator.state,
             "optimize_memory_usage": self.optimize_memory_usage,
             "n_envs": self.n_envs,
+            **self._extra_meta(),
         }
         if self.optimize_memory_usage:
             filled = self._env_filled_rows()
@@ -345,6 +346,10 @@ class ReplayBuffer:
         buf = io.BytesIO()
         np.savez(buf, meta=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8), **arrays)
         return buf.getvalue()
+
+    def _extra_meta(self) -> dict:
+        """Extra JSON-safe entries a subclass stores in the file's header (none for the uniform buffer)."""
+        return {}
 
     def _env_filled_rows(self) -> np.ndarray:
         # Rows of each env's ring that hold data: its transitions plus the row with the newest next observation.

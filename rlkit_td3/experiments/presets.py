@@ -44,6 +44,7 @@ _CONSTRUCTOR_KEYS = (
     "target_policy_noise",
     "target_noise_clip",
     "optimize_memory_usage",
+    "n_steps",
 )
 _EXTRA_KEYS = ("n_timesteps", "net_arch", "noise_type", "noise_std")
 HYPERPARAMETERS: tuple[str, ...] = _CONSTRUCTOR_KEYS + _EXTRA_KEYS
