@@ -47,7 +47,8 @@ from rlkit_td3.file_checks import (
     zip_path_for_save,
 )
 from rlkit_td3.noise import noise_from_dict
-from rlkit_td3.policies import POLICY_ALIASES, TD3Policy
+from rlkit_td3.policies import POLICY_ALIASES, CnnPolicy, MultiInputPolicy, TD3Policy
+from rlkit_td3.policies.td3_policy import _check_state_shapes
 from rlkit_td3.schedules import (
     Schedule,
     StatefulSchedule,
@@ -68,6 +69,7 @@ from rlkit_td3.serialization import (
     space_to_dict,
     write_model_zip,
 )
+from rlkit_td3.torch_layers import FEATURES_EXTRACTORS
 from rlkit_td3.utils import (
     _check_device,
     _check_int,
@@ -302,6 +304,14 @@ def save(model: Any, path: str | os.PathLike[str], include_buffer: bool = False)
         "optimizer_class": class_to_name(policy_kwargs["optimizer_class"]),
         "optimizer_kwargs": policy_kwargs["optimizer_kwargs"],
     }
+    # features extractor settings: stored only where they differ from the policy class's defaults
+    if "features_extractor_class" in policy_kwargs:
+        policy_json["features_extractor_class"] = class_to_name(
+            policy_kwargs["features_extractor_class"], FEATURES_EXTRACTORS
+        )
+    for key in ("features_extractor_kwargs", "share_features_extractor", "normalize_images", "critic_layer_norm"):
+        if key in policy_kwargs:
+            policy_json[key] = policy_kwargs[key]
     if model.action_noise is None:
         noise_entry: Any = None
     else:
@@ -682,8 +692,17 @@ def _fill_from_file(
     except (TypeError, ValueError) as exc:
         raise CallerArgumentError() from exc
     num_timesteps, n_updates, episode_num = check_counters(metadata["counters"])
-    if model.policy_class is TD3Policy:
+    beyond_mlp = {
+        "features_extractor_class",
+        "features_extractor_kwargs",
+        "share_features_extractor",
+        "critic_layer_norm",
+    }
+    if model.policy_class is TD3Policy and not beyond_mlp & set(model.policy_kwargs):
         _check_policy_size(observation_space, action_space, model.policy_kwargs, tensors["policy"])
+    elif model.policy_class in (TD3Policy, CnnPolicy, MultiInputPolicy):
+        # exact tensor shapes, features extractor included (checked on the meta device: nothing allocated)
+        _check_state_shapes(model.policy_class, observation_space, action_space, model.policy_kwargs, tensors["policy"])
     obs_dim, act_dim = flat_obs_dim(observation_space), int(np.prod(action_space.shape))
     per_row = 4 * (obs_dim * (1 if model.optimize_memory_usage else 2) + act_dim + 1) + 2
     check_allocation(
@@ -761,6 +780,10 @@ def _constructor_kwargs_from_metadata(
         pkw["activation_fn"] = allowed_class(pkw["activation_fn"], ACTIVATIONS, "activation_fn")
     if "optimizer_class" not in custom:
         pkw["optimizer_class"] = allowed_class(pkw["optimizer_class"], OPTIMIZERS, "optimizer_class")
+    if "features_extractor_class" in pkw and "features_extractor_class" not in custom:
+        pkw["features_extractor_class"] = allowed_class(
+            pkw["features_extractor_class"], FEATURES_EXTRACTORS, "features_extractor_class"
+        )
     buffer = metadata["replay_buffer"]
     return {
         **hyper,

@@ -94,8 +94,8 @@ def _warn_about_spaces(env: gym.Env) -> None:
         return
     if len(obs_space.shape) == 3:
         _warn(
-            f"the observation space {obs_space!r} looks like an image: rlkit_td3 has no CNN policy, its MlpPolicy "
-            "flattens the image; a feature extractor, or a low-dimensional observation, works much better"
+            f"the observation space {obs_space!r} looks like an image: use policy='CnnPolicy' (uint8 images, "
+            "bounds 0 and 255) or a features_extractor_class of your own; MlpPolicy refuses uint8 images"
         )
     elif len(obs_space.shape) != 1:
         _warn(

@@ -115,6 +115,7 @@ def _custom_classes() -> dict[str, type]:
         "replay_buffer_class": ReplayBuffer,
         "activation_fn": torch.nn.Module,
         "optimizer_class": torch.optim.Optimizer,
+        "features_extractor_class": torch.nn.Module,
     }
 
 
@@ -317,7 +318,8 @@ def entry_byte_limits(metadata: dict[str, Any]) -> dict[str, int]:
     except (KeyError, TypeError, AttributeError) as exc:
         raise ModelFileError(f"{METADATA_ENTRY}: malformed ({type(exc).__name__}: {exc})") from exc
     limits = {METADATA_ENTRY: MAX_ENTRY_BYTES, PICKLE_ENTRY: MAX_ENTRY_BYTES}
-    if policy_class == "MlpPolicy":
+    extractor_keys = {"features_extractor_class", "features_extractor_kwargs", "critic_layer_norm"}
+    if policy_class == "MlpPolicy" and not extractor_keys & set(metadata["policy"].get("kwargs") or {}):
         actor, critic, n_tensors = network_sizes(metadata)
         slack = ENTRY_OVERHEAD_BYTES + TENSOR_OVERHEAD_BYTES * 3 * n_tensors
         limits["policy.pth"] = 2 * 8 * (actor + critic) + slack

@@ -14,7 +14,6 @@ import pytest
 import torch
 from gymnasium import spaces
 from scipy import stats
-from torch import nn
 
 from rlkit_td3 import TD3
 from rlkit_td3 import HerReplayBuffer as TopLevelHer
@@ -22,7 +21,6 @@ from rlkit_td3.buffers import BUFFER_REGISTRY, DictReplayBuffer
 from rlkit_td3.evaluation import evaluate_policy
 from rlkit_td3.her import GoalSelectionStrategy, HerReplayBuffer
 from rlkit_td3.off_policy import NonFiniteError
-from rlkit_td3.policies import TD3Policy
 from rlkit_td3.serialization import ModelFileError
 
 ACTION_SPACE = spaces.Box(-1.0, 1.0, (2,), np.float32)
@@ -561,38 +559,6 @@ class CounterGoalEnv(gym.Env):
         return -np.abs(achieved_goal - desired_goal).sum(axis=-1)
 
 
-class _ConcatKeys(nn.Module):
-    """Feeds a flat-input module the Dict observation's keys side by side."""
-
-    def __init__(self, inner: nn.Module, keys: list[str]):
-        super().__init__()
-        self.inner, self.keys = inner, keys
-
-    def _flat(self, obs):
-        return torch.cat([obs[k].reshape(len(obs[k]), -1).float() for k in self.keys], dim=1)
-
-    def forward(self, obs, *args):
-        return self.inner(self._flat(obs), *args)
-
-    def q1_forward(self, obs, action):
-        return self.inner.q1_forward(self._flat(obs), action)
-
-
-class ConcatDictPolicy(TD3Policy):
-    """Stand-in for MultiInputPolicy in these tests: an MlpPolicy on the Dict observation's keys side by side."""
-
-    def __init__(self, observation_space, action_space, **kwargs):
-        dim = sum(int(np.prod(sub.shape)) for sub in observation_space.spaces.values())
-        super().__init__(spaces.Box(-np.inf, np.inf, (dim,), np.float32), action_space, **kwargs)
-        self.observation_space = observation_space
-        for name in ("actor", "actor_target", "critic", "critic_target"):
-            setattr(self, name, _ConcatKeys(getattr(self, name), list(observation_space.spaces)))
-
-    @torch.no_grad()
-    def actor_numpy(self, obs):
-        return self.actor({k: torch.as_tensor(v, dtype=torch.float32) for k, v in obs.items()}).numpy()
-
-
 def _counter_vec_env(n_envs, terminate_at, max_steps, mode=gym.vector.AutoresetMode.NEXT_STEP):
     def make(i):
         return lambda: gym.wrappers.TimeLimit(CounterGoalEnv(terminate_at, offset=100 * i), max_steps)
@@ -602,7 +568,7 @@ def _counter_vec_env(n_envs, terminate_at, max_steps, mode=gym.vector.AutoresetM
 
 @pytest.mark.parametrize("mode", [gym.vector.AutoresetMode.NEXT_STEP, gym.vector.AutoresetMode.SAME_STEP])
 def test_dict_env_trains_with_a_dict_buffer_by_default(mode):
-    model = TD3(ConcatDictPolicy, _counter_vec_env(2, 4, 6, mode), learning_starts=10, batch_size=8, seed=0)
+    model = TD3("MultiInputPolicy", _counter_vec_env(2, 4, 6, mode), learning_starts=10, batch_size=8, seed=0)
     assert type(model.replay_buffer) is DictReplayBuffer
     model.learn(40)
     buffer = model.replay_buffer
@@ -618,7 +584,7 @@ def test_dict_env_trains_with_a_dict_buffer_by_default(mode):
 def test_her_through_the_loop_with_three_envs_keeps_episodes_apart():
     env = _counter_vec_env(3, terminate_at=5, max_steps=3)  # every episode is cut by the time limit
     model = TD3(
-        ConcatDictPolicy,
+        "MultiInputPolicy",
         env,
         replay_buffer_class=HerReplayBuffer,
         replay_buffer_kwargs=dict(n_sampled_goal=4, goal_selection_strategy="episode", copy_info_dict=True),
@@ -645,7 +611,7 @@ def test_her_through_the_loop_with_three_envs_keeps_episodes_apart():
 
 
 def test_predict_and_evaluate_policy_on_dict_observations():
-    model = TD3(ConcatDictPolicy, make_bit_flipping(4), seed=0)
+    model = TD3("MultiInputPolicy", make_bit_flipping(4), seed=0)
     env = make_bit_flipping(4)
     obs, _ = env.reset(seed=0)
     action, _ = model.predict(obs)
@@ -676,7 +642,7 @@ def test_dict_env_checks_name_the_key():
             obs["achieved_goal"] = np.zeros(2, np.float32)
             return (obs, *rest)
 
-    model = TD3(ConcatDictPolicy, gym.wrappers.TimeLimit(BadKey(), 5), learning_starts=50, seed=0)
+    model = TD3("MultiInputPolicy", gym.wrappers.TimeLimit(BadKey(), 5), learning_starts=50, seed=0)
     with pytest.raises(ValueError, match=r"returned observation\['achieved_goal'\] of shape \(2,\).*observation_space"):
         model.learn(3)
 
@@ -686,13 +652,13 @@ def test_dict_env_checks_name_the_key():
             obs["desired_goal"][0] = np.nan
             return (obs, *rest)
 
-    model = TD3(ConcatDictPolicy, gym.wrappers.TimeLimit(NaNGoal(), 5), learning_starts=50, seed=0)
+    model = TD3("MultiInputPolicy", gym.wrappers.TimeLimit(NaNGoal(), 5), learning_starts=50, seed=0)
     with pytest.raises(NonFiniteError, match=r"env 0 .*observation \{.*'desired_goal': '\[nan -1.  0.\]'"):
         model.learn(3)
     env = CounterGoalEnv()
     env.observation_space = spaces.Dict({"a": spaces.Discrete(3)})
     with pytest.raises(TypeError, match=r"^CounterGoalEnv: observation_space\['a'\] must be a gymnasium.spaces.Box"):
-        TD3(ConcatDictPolicy, env)
+        TD3("MultiInputPolicy", env)
 
 
 def test_non_finite_final_dict_observation_is_refused():
@@ -706,7 +672,7 @@ def test_non_finite_final_dict_observation_is_refused():
     env = gym.vector.SyncVectorEnv(
         [lambda: NaNFinal(terminate_at=2)], autoreset_mode=gym.vector.AutoresetMode.SAME_STEP
     )
-    model = TD3(ConcatDictPolicy, env, learning_starts=50, seed=0)
+    model = TD3("MultiInputPolicy", env, learning_starts=50, seed=0)
     with pytest.raises(NonFiniteError, match=r"env 0 .*final observation .*infos\['final_obs'\]"):
         model.learn(5)
     assert model.replay_buffer.size() == 1  # the step before, not the bad one
@@ -730,7 +696,7 @@ def test_td3_her_solves_bit_flipping_where_td3_alone_does_not():
                 replay_buffer_kwargs=dict(n_sampled_goal=4, goal_selection_strategy="future"),
             )
         model = TD3(
-            ConcatDictPolicy,
+            "MultiInputPolicy",
             make_bit_flipping(10),
             learning_starts=200,
             batch_size=256,
@@ -803,32 +769,26 @@ class ReachGoalEnv(gym.Env):
 
 @pytest.mark.parametrize(("n_envs", "first", "then"), [(1, 150, 60), (2, 118, 60)])
 def test_her_checkpoint_resumes_bit_for_bit(tmp_path, n_envs, first, then):
-    from rlkit_td3.policies import POLICY_ALIASES, register_policy
-
     if n_envs == 1:
         make = lambda: gym.wrappers.TimeLimit(ReachGoalEnv(), 5)  # noqa: E731
     else:  # next-step autoreset; `first` ends both envs' episodes at its last step
         make = lambda: gym.vector.SyncVectorEnv([lambda: gym.wrappers.TimeLimit(ReachGoalEnv(), 5)] * 2)  # noqa: E731
-    register_policy("ConcatDictPolicy", ConcatDictPolicy)  # the file names its policy class
-    try:
-        model = TD3(
-            ConcatDictPolicy,
-            make(),
-            replay_buffer_class=HerReplayBuffer,
-            replay_buffer_kwargs=dict(n_sampled_goal=4, goal_selection_strategy="future"),
-            learning_starts=20,
-            batch_size=16,
-            policy_kwargs=dict(net_arch=[16]),
-            seed=3,
-        )
-        model.learn(first)
-        model.save(tmp_path / "checkpoint.zip", include_buffer=True)
-        resumed = TD3.load(tmp_path / "checkpoint.zip", env=make())
-        assert isinstance(resumed.replay_buffer, HerReplayBuffer) and resumed.replay_buffer.env is resumed._venv
-        for m in (model, resumed):
-            m.learn(then, reset_num_timesteps=False)
-    finally:
-        POLICY_ALIASES.pop("ConcatDictPolicy", None)
+    model = TD3(
+        "MultiInputPolicy",
+        make(),
+        replay_buffer_class=HerReplayBuffer,
+        replay_buffer_kwargs=dict(n_sampled_goal=4, goal_selection_strategy="future"),
+        learning_starts=20,
+        batch_size=16,
+        policy_kwargs=dict(net_arch=[16]),
+        seed=3,
+    )
+    model.learn(first)
+    model.save(tmp_path / "checkpoint.zip", include_buffer=True)
+    resumed = TD3.load(tmp_path / "checkpoint.zip", env=make())
+    assert isinstance(resumed.replay_buffer, HerReplayBuffer) and resumed.replay_buffer.env is resumed._venv
+    for m in (model, resumed):
+        m.learn(then, reset_num_timesteps=False)
     for a, b in zip(model.policy.parameters(), resumed.policy.parameters()):
         assert torch.equal(a, b)
     assert model.replay_buffer.to_bytes() == resumed.replay_buffer.to_bytes()

@@ -15,8 +15,6 @@ import pytest
 
 panda_gym = pytest.importorskip("panda_gym", reason="needs the robotics extra (pip install rlkit_td3[robotics])")
 
-from test_her import ConcatDictPolicy  # noqa: E402
-
 from rlkit_td3 import TD3, HerReplayBuffer  # noqa: E402
 from rlkit_td3.noise import NormalActionNoise  # noqa: E402
 
@@ -66,7 +64,7 @@ def success_rate(model, episodes: int = 50, seed: int = 10_000) -> float:
 def test_td3_her_reaches_panda_goals():
     env = make_panda_reach()
     model = TD3(
-        ConcatDictPolicy,
+        "MultiInputPolicy",
         env,
         replay_buffer_class=HerReplayBuffer,
         replay_buffer_kwargs=dict(n_sampled_goal=4, goal_selection_strategy="future"),

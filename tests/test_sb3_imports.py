@@ -9,10 +9,13 @@ import pytest
 # (SB3 module with "stable_baselines3" replaced by "rlkit_td3" and ".common" dropped, names imported from it)
 SB3_IMPORTS = [
     ("rlkit_td3", ["TD3", "DDPG"]),
-    ("rlkit_td3.td3", ["TD3", "MlpPolicy"]),
-    ("rlkit_td3.td3.policies", ["MlpPolicy", "TD3Policy", "Actor"]),
-    ("rlkit_td3.ddpg", ["DDPG", "MlpPolicy"]),
-    ("rlkit_td3.ddpg.policies", ["MlpPolicy", "TD3Policy"]),
+    ("rlkit_td3.td3", ["TD3", "MlpPolicy", "CnnPolicy", "MultiInputPolicy"]),
+    ("rlkit_td3.td3.policies", ["MlpPolicy", "CnnPolicy", "MultiInputPolicy", "TD3Policy", "Actor"]),
+    ("rlkit_td3.ddpg", ["DDPG", "MlpPolicy", "CnnPolicy", "MultiInputPolicy"]),
+    ("rlkit_td3.ddpg.policies", ["MlpPolicy", "CnnPolicy", "MultiInputPolicy", "TD3Policy"]),
+    ("rlkit_td3.torch_layers", ["BaseFeaturesExtractor", "FlattenExtractor", "NatureCNN", "CombinedExtractor"]),
+    ("rlkit_td3.preprocessing", ["is_image_space", "is_image_space_channels_first", "preprocess_obs"]),
+    ("rlkit_td3.preprocessing", ["get_flattened_obs_dim"]),
     ("rlkit_td3.noise", ["NormalActionNoise", "OrnsteinUhlenbeckActionNoise", "VectorizedActionNoise"]),
     ("rlkit_td3.callbacks", ["BaseCallback", "CallbackList", "CheckpointCallback", "EvalCallback"]),
     ("rlkit_td3.callbacks", ["EveryNTimesteps", "LogEveryNTimesteps", "StopTrainingOnRewardThreshold"]),
@@ -30,7 +33,7 @@ SB3_IMPORTS = [
     ("rlkit_td3.buffers", ["ReplayBuffer", "DictReplayBuffer"]),
     ("rlkit_td3", ["HerReplayBuffer"]),
     ("rlkit_td3.her", ["HerReplayBuffer", "GoalSelectionStrategy"]),
-    ("rlkit_td3.policies", ["MlpPolicy"]),
+    ("rlkit_td3.policies", ["MlpPolicy", "CnnPolicy", "MultiInputPolicy"]),
 ]
 
 
@@ -47,3 +50,15 @@ def test_the_policy_modules_name_the_same_classes():
     from rlkit_td3.td3.policies import MlpPolicy as td3_mlp
 
     assert td3_mlp is ddpg_mlp is TD3Policy
+
+
+def test_the_image_and_dict_aliases_are_the_same_classes_everywhere():
+    from rlkit_td3 import TD3
+    from rlkit_td3.ddpg.policies import CnnPolicy as ddpg_cnn
+    from rlkit_td3.ddpg.policies import MultiInputPolicy as ddpg_multi
+    from rlkit_td3.policies import CnnPolicy, MultiInputPolicy, get_policy_class
+    from rlkit_td3.td3.policies import CnnPolicy as td3_cnn
+    from rlkit_td3.td3.policies import MultiInputPolicy as td3_multi
+
+    assert td3_cnn is ddpg_cnn is CnnPolicy is get_policy_class("CnnPolicy") is TD3.policy_aliases["CnnPolicy"]
+    assert td3_multi is ddpg_multi is MultiInputPolicy is get_policy_class("MultiInputPolicy")

@@ -1,9 +1,9 @@
 """The uniform replay buffer.
 
-Storage is preallocated float32 NumPy arrays (booleans for the two episode-end flags), one row per
-transition, used as a ring. ``add`` writes the transitions of one vector-env step (one row per env
-whose transition is valid) and ``sample`` draws uniform indices from the buffer's own seeded
-generator; both are O(batch), independent of how full the buffer is.
+Storage is preallocated float32 NumPy arrays (uint8 for image observations, booleans for the two
+episode-end flags), one row per transition, used as a ring. ``add`` writes the transitions of one
+vector-env step (one row per env whose transition is valid) and ``sample`` draws uniform indices from
+the buffer's own seeded generator; both are O(batch), independent of how full the buffer is.
 
 Actions are stored in the policy's normalised units ([-1, 1]). ``terminated`` and ``truncated`` are
 kept apart: the TD3 target bootstraps through a time-limit truncation and stops only at termination.
@@ -35,6 +35,7 @@ from rlkit_td3.file_checks import (
     check_buffer_rings,
     read_npy_member,
 )
+from rlkit_td3.preprocessing import is_image_space
 from rlkit_td3.serialization import ModelFileError, atomic_write
 
 
@@ -110,9 +111,12 @@ class ReplayBuffer:
             self._env_full = np.zeros(n_envs, dtype=bool)
             self._env_has_next = np.zeros(n_envs, dtype=bool)
             self._final_obs: dict[int, np.ndarray] = {}  # row -> its true next observation
-        self.observations = np.zeros((n, *self.obs_shape), dtype=np.float32)
+        # Images (uint8 Box spaces, see rlkit_td3.preprocessing.is_image_space) are stored as uint8, a quarter
+        # of float32's bytes; every other observation as float32. Sampled batches are float32 either way.
+        self.obs_dtype = np.dtype(np.uint8) if is_image_space(observation_space) else np.dtype(np.float32)
+        self.observations = np.zeros((n, *self.obs_shape), dtype=self.obs_dtype)
         self.next_observations: np.ndarray | None = (
-            None if optimize_memory_usage else np.zeros((n, *self.obs_shape), dtype=np.float32)
+            None if optimize_memory_usage else np.zeros((n, *self.obs_shape), dtype=self.obs_dtype)
         )
         self.actions = np.zeros((n, self.action_dim), dtype=np.float32)
         self.rewards = np.zeros(n, dtype=np.float32)
@@ -285,10 +289,13 @@ class ReplayBuffer:
         def to_tensor(array: np.ndarray) -> torch.Tensor:
             return torch.from_numpy(array).to(self.device, non_blocking=True)
 
+        def obs_tensor(array: np.ndarray) -> torch.Tensor:  # uint8 images travel as uint8, then become float32
+            return to_tensor(array).float()
+
         return ReplayBufferSamples(
-            observations=to_tensor(self.observations[idx]),
+            observations=obs_tensor(self.observations[idx]),
             actions=to_tensor(self.actions[idx]),
-            next_observations=to_tensor(self._next_observations_of(idx)),
+            next_observations=obs_tensor(self._next_observations_of(idx)),
             rewards=to_tensor(self.rewards[idx]),
             terminated=to_tensor(self.terminated[idx].astype(np.float32)),
             truncated=to_tensor(self.truncated[idx].astype(np.float32)),
@@ -324,9 +331,9 @@ class ReplayBuffer:
             arrays = {name: array[rows] for name, array in self._arrays().items()}
             final_rows = np.array(sorted(self._final_obs), dtype=np.int64)
             arrays["final_rows"] = final_rows
-            arrays["final_obs"] = np.array([self._final_obs[r] for r in final_rows.tolist()], dtype=np.float32).reshape(
-                len(final_rows), *self.obs_shape
-            )
+            arrays["final_obs"] = np.array(
+                [self._final_obs[r] for r in final_rows.tolist()], dtype=self.obs_dtype
+            ).reshape(len(final_rows), *self.obs_shape)
             meta.update(
                 n_slots=self._n_slots,
                 env_pos=self._env_pos.tolist(),
@@ -422,7 +429,7 @@ class ReplayBuffer:
         total = int(filled.sum())
         arrays = {name: self._read_rows(archive, name, total) for name in self._arrays()}
         old_rows = read_npy_member(archive, "final_rows", np.int64, None, max_items=total)
-        final_obs = read_npy_member(archive, "final_obs", np.float32, (len(old_rows), *self.obs_shape))
+        final_obs = read_npy_member(archive, "final_obs", self.obs_dtype, (len(old_rows), *self.obs_shape))
         env, slot = old_rows // old_slots, old_rows % old_slots
         pos = np.asarray(meta["env_pos"], dtype=np.int64)
         full = np.asarray(meta["env_full"], dtype=bool)

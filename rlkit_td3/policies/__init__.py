@@ -1,10 +1,22 @@
-"""Policies: ``MlpPolicy`` (= `TD3Policy`) and the registry of policy aliases."""
+"""Policies: ``MlpPolicy`` (= `TD3Policy`), ``CnnPolicy``, ``MultiInputPolicy`` and the registry of policy aliases."""
 
-from rlkit_td3.policies.td3_policy import DEFAULT_NET_ARCH, Actor, CriticEnsemble, TD3Policy, parse_net_arch
+from rlkit_td3.policies.td3_policy import (
+    DEFAULT_NET_ARCH,
+    Actor,
+    CnnPolicy,
+    CriticEnsemble,
+    MultiInputPolicy,
+    TD3Policy,
+    parse_net_arch,
+)
 
 MlpPolicy = TD3Policy
 
-POLICY_ALIASES: dict[str, type[TD3Policy]] = {"MlpPolicy": TD3Policy}
+POLICY_ALIASES: dict[str, type[TD3Policy]] = {
+    "MlpPolicy": TD3Policy,
+    "CnnPolicy": CnnPolicy,
+    "MultiInputPolicy": MultiInputPolicy,
+}
 """Names accepted for the ``policy`` argument, and used to store the policy class in model files."""
 
 
@@ -35,8 +47,10 @@ __all__ = [
     "DEFAULT_NET_ARCH",
     "POLICY_ALIASES",
     "Actor",
+    "CnnPolicy",
     "CriticEnsemble",
     "MlpPolicy",
+    "MultiInputPolicy",
     "TD3Policy",
     "get_policy_class",
     "parse_net_arch",

@@ -27,6 +27,7 @@ import torch
 from gymnasium import spaces
 from torch import nn
 
+from rlkit_td3.preprocessing import is_image_space, preprocess_obs
 from rlkit_td3.serialization import (
     FORMAT_NAME,
     FORMAT_VERSION,
@@ -37,6 +38,13 @@ from rlkit_td3.serialization import (
     space_from_dict,
     space_to_dict,
     write_model_zip,
+)
+from rlkit_td3.torch_layers import (
+    FEATURES_EXTRACTORS,
+    BaseFeaturesExtractor,
+    CombinedExtractor,
+    FlattenExtractor,
+    NatureCNN,
 )
 from rlkit_td3.version import __version__
 
@@ -95,15 +103,75 @@ def _mlp(in_dim: int, hidden: Sequence[int], out_dim: int, activation_fn: type[n
     return layers
 
 
-class Actor(nn.Module):
-    """Deterministic actor: flattened observation → MLP → tanh, in normalised action units."""
+class ScaleImages(nn.Module):
+    """Preprocessing of a `Box` observation batch before the features extractor: a cast to float, and a
+    division by 255 for images when the policy normalises them (TorchScript-compatible, no parameters)."""
 
-    def __init__(self, obs_dim: int, action_dim: int, net_arch: Sequence[int], activation_fn: type[nn.Module]):
+    __constants__ = ["scale"]
+
+    def __init__(self, scale: bool = False):
         super().__init__()
+        self.scale = scale
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        if self.scale:
+            return obs.float() / 255.0
+        return obs.float()
+
+
+class PreprocessDict(nn.Module):
+    """Preprocessing of a `Dict` observation batch (`rlkit_td3.preprocessing.preprocess_obs`, key by key)."""
+
+    def __init__(self, observation_space: spaces.Dict, normalize_images: bool = True):
+        super().__init__()
+        self.observation_space = observation_space
+        self.normalize_images = normalize_images
+
+    def forward(self, obs: Any) -> Any:
+        return preprocess_obs(obs, self.observation_space, self.normalize_images)
+
+
+def make_preprocessor(observation_space: spaces.Space, normalize_images: bool = True) -> nn.Module:
+    """The parameter-free module that turns a batch of raw observations into what features extractors take."""
+    if isinstance(observation_space, spaces.Dict):
+        return PreprocessDict(observation_space, normalize_images)
+    return ScaleImages(bool(normalize_images and is_image_space(observation_space)))
+
+
+class _FlattenBatch(nn.Module):
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return obs.reshape(obs.shape[0], -1)  # scalar observations (shape ()) give one column
+
+
+class Actor(nn.Module):
+    """Deterministic actor: observation → preprocessing → features extractor → MLP → tanh, in normalised
+    action units.
+
+    Args:
+        obs_dim: the extractor's ``features_dim`` (the flattened observation size for the default flatten).
+        action_dim: the flattened action size.
+        net_arch: hidden sizes of the MLP.
+        activation_fn: activation class between hidden layers.
+        features_extractor: the extractor (a flatten when None).
+        preprocess: the observation preprocessing module (a cast to float when None), see `make_preprocessor`.
+    """
+
+    def __init__(
+        self,
+        obs_dim: int,
+        action_dim: int,
+        net_arch: Sequence[int],
+        activation_fn: type[nn.Module],
+        features_extractor: nn.Module | None = None,
+        preprocess: nn.Module | None = None,
+    ):
+        super().__init__()
+        self.preprocess = preprocess if preprocess is not None else ScaleImages(False)
+        self.features_extractor = features_extractor if features_extractor is not None else _FlattenBatch()
         self.mu = nn.Sequential(*_mlp(obs_dim, net_arch, action_dim, activation_fn), nn.Tanh())
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.mu(obs.reshape(obs.shape[0], -1))  # scalar observations (shape ()) give one column
+        return self.mu(self.features_extractor(self.preprocess(obs)))
 
 
 class CriticEnsemble(nn.Module):
@@ -112,6 +180,9 @@ class CriticEnsemble(nn.Module):
     Layer ``i`` of all critics is one weight tensor of shape ``(n_critics, in, out)``; a forward pass is
     one batched matmul per layer. Each critic is initialised like ``nn.Linear`` (uniform in
     ±1/sqrt(fan_in) for weights and biases) from the global torch generator, critic by critic.
+
+    With ``layer_norm`` every hidden layer is followed by a LayerNorm (before the activation) with its own
+    gain and bias per critic, tensors of shape ``(n_critics, 1, width)`` initialised to ones and zeros.
     """
 
     def __init__(
@@ -121,8 +192,21 @@ class CriticEnsemble(nn.Module):
         net_arch: Sequence[int],
         activation_fn: type[nn.Module],
         n_critics: int = 2,
+        features_extractor: nn.Module | None = None,
+        preprocess: nn.Module | None = None,
+        shared_features_extractor: nn.Module | None = None,
+        layer_norm: bool = False,
     ):
         super().__init__()
+        self.preprocess = preprocess if preprocess is not None else ScaleImages(False)
+        if shared_features_extractor is not None:
+            # The actor's extractor, not registered here: it is neither in the critic's parameters (so the critic
+            # optimizer and the critic loss never move it) nor in its state dict (the actor's holds it).
+            self.features_extractor = None
+            object.__setattr__(self, "shared_features_extractor", shared_features_extractor)
+        else:
+            self.features_extractor = features_extractor if features_extractor is not None else _FlattenBatch()
+            object.__setattr__(self, "shared_features_extractor", None)
         if isinstance(n_critics, (bool, np.bool_)) or not isinstance(n_critics, (int, np.integer)) or n_critics < 1:
             raise ValueError(f"n_critics must be a positive int, got {n_critics!r}")
         n_critics = int(n_critics)
@@ -135,6 +219,19 @@ class CriticEnsemble(nn.Module):
             self.biases.append(nn.Parameter(torch.empty(n_critics, 1, fan_out)))
         self.activation = activation_fn()
         self.reset_parameters()
+        self.layer_norm = bool(layer_norm)
+        if self.layer_norm:  # after the weights: their initial values are drawn exactly as without LayerNorm
+            self.norm_weights = nn.ParameterList(nn.Parameter(torch.ones(n_critics, 1, w)) for w in net_arch)
+            self.norm_biases = nn.ParameterList(nn.Parameter(torch.zeros(n_critics, 1, w)) for w in net_arch)
+
+    def _normalize(self, x: torch.Tensor, i: int, critic: int | None = None) -> torch.Tensor:
+        """LayerNorm of hidden layer ``i`` (all critics, or one, detached), when enabled."""
+        if not self.layer_norm:
+            return x
+        x = nn.functional.layer_norm(x, x.shape[-1:])
+        if critic is None:
+            return torch.addcmul(self.norm_biases[i], x, self.norm_weights[i])
+        return torch.addcmul(self.norm_biases[i][critic].detach(), x, self.norm_weights[i][critic].detach())
 
     def reset_parameters(self) -> None:
         """Draw fresh weights, matching ``nn.Linear``'s default initialisation per critic."""
@@ -144,14 +241,25 @@ class CriticEnsemble(nn.Module):
                 weight.uniform_(-bound, bound)
                 bias.uniform_(-bound, bound)
 
+    def extract_features(self, obs: Any, grad: bool = True) -> torch.Tensor:
+        """Features of a batch of observations; no gradient reaches a shared extractor (SB3's rule: only the
+        actor loss trains it), nor any extractor when ``grad`` is False."""
+        if self.shared_features_extractor is not None:
+            with torch.no_grad():
+                return self.shared_features_extractor(self.preprocess(obs))
+        if grad:
+            return self.features_extractor(self.preprocess(obs))
+        with torch.no_grad():
+            return self.features_extractor(self.preprocess(obs))
+
     def forward(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
         """Q-values of every critic, shape ``(n_critics, batch)``."""
-        x = torch.cat([obs.reshape(obs.shape[0], -1), action], dim=1).expand(self.n_critics, -1, -1)
+        x = torch.cat([self.extract_features(obs), action], dim=1).expand(self.n_critics, -1, -1)
         last = len(self.weights) - 1
         for i, (weight, bias) in enumerate(zip(self.weights, self.biases)):
             x = torch.baddbmm(bias, x, weight)
             if i < last:
-                x = self.activation(x)
+                x = self.activation(self._normalize(x, i))
         return x.squeeze(-1)
 
     def q1_forward(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
@@ -160,13 +268,48 @@ class CriticEnsemble(nn.Module):
         Used by the actor step: gradients flow to the action (and so to the actor) but no gradient is
         computed for any critic parameter.
         """
-        x = torch.cat([obs.reshape(obs.shape[0], -1), action], dim=1)
+        x = torch.cat([self.extract_features(obs, grad=False), action], dim=1)
         last = len(self.weights) - 1
         for i, (weight, bias) in enumerate(zip(self.weights, self.biases)):
             x = torch.addmm(bias[0].detach(), x, weight[0].detach())
             if i < last:
-                x = self.activation(x)
+                x = self.activation(self._normalize(x, i, critic=0))
         return x.squeeze(-1)
+
+
+def _is_batch(observation: Any, shape: tuple[int, ...], what: str) -> bool:
+    given = np.shape(observation)
+    if given == shape:
+        return False
+    if given[1:] == shape:
+        return True
+    raise ValueError(f"{what} has shape {given}; expected {shape} or (batch, *{shape})")
+
+
+def _check_observation_space(observation_space: spaces.Space, extractor: type[nn.Module]) -> None:
+    """Refuse an observation space the extractor cannot take, naming the policy alias that fits."""
+    if isinstance(observation_space, spaces.Dict):
+        if extractor is FlattenExtractor or extractor is NatureCNN:
+            raise TypeError(
+                f"observation_space is a Dict ({observation_space!r}): use policy='MultiInputPolicy' "
+                "(CombinedExtractor), not MlpPolicy or CnnPolicy"
+            )
+        return
+    if not isinstance(observation_space, spaces.Box):
+        raise TypeError(
+            f"observation_space must be a gymnasium.spaces.Box (or a Dict with MultiInputPolicy), got "
+            f"{observation_space!r}"
+        )
+    if extractor is FlattenExtractor and is_image_space(observation_space):
+        raise TypeError(
+            f"observation_space {observation_space!r} holds uint8 images: use policy='CnnPolicy' (NatureCNN), or "
+            "pass a features_extractor_class of your own to flatten them"
+        )
+    if extractor is CombinedExtractor:
+        raise TypeError(
+            f"MultiInputPolicy (CombinedExtractor) takes a Dict observation space, got {observation_space!r}: use "
+            "policy='MlpPolicy' or 'CnnPolicy'"
+        )
 
 
 class TD3Policy(nn.Module):
@@ -183,7 +326,17 @@ class TD3Policy(nn.Module):
             unless ``fused`` or ``foreach`` is given here.
         actor_learning_rate: initial learning rate of the actor optimizer.
         critic_learning_rate: initial learning rate of the critic optimizer.
+        features_extractor_class: the network run on observations before the MLPs (see
+            `rlkit_td3.torch_layers`); the actor and the critic ensemble each build one.
+        features_extractor_kwargs: extra keyword arguments of ``features_extractor_class``.
+        share_features_extractor: the critics use the actor's extractor; only the actor loss trains it (the
+            critic loss sees its features without gradient, as in SB3).
+        normalize_images: scale image observations (see `rlkit_td3.preprocessing.is_image_space`) to [0, 1].
+        critic_layer_norm: a LayerNorm after each hidden layer of the critics (per-critic gain and bias).
     """
+
+    default_features_extractor_class: type[BaseFeaturesExtractor] = FlattenExtractor
+    """``features_extractor_class`` when none is given (`CnnPolicy` and `MultiInputPolicy` change it)."""
 
     def __init__(
         self,
@@ -196,14 +349,32 @@ class TD3Policy(nn.Module):
         optimizer_kwargs: dict[str, Any] | None = None,
         actor_learning_rate: float = 1e-3,
         critic_learning_rate: float = 1e-3,
+        features_extractor_class: type[BaseFeaturesExtractor] | None = None,
+        features_extractor_kwargs: dict[str, Any] | None = None,
+        share_features_extractor: bool = False,
+        normalize_images: bool = True,
+        critic_layer_norm: bool = False,
     ):
         super().__init__()
         if not isinstance(action_space, spaces.Box):
             raise TypeError(f"action_space must be a gymnasium.spaces.Box, got {action_space!r}")
-        if not isinstance(observation_space, spaces.Box):
+        if features_extractor_class is None:
+            features_extractor_class = self.default_features_extractor_class
+        if not (isinstance(features_extractor_class, type) and issubclass(features_extractor_class, nn.Module)):
             raise TypeError(
-                f"observation_space must be a gymnasium.spaces.Box for MlpPolicy, got {observation_space!r}"
+                "features_extractor_class must be a BaseFeaturesExtractor subclass such as NatureCNN, got "
+                f"{features_extractor_class!r}"
             )
+        if features_extractor_kwargs is not None and not isinstance(features_extractor_kwargs, dict):
+            raise TypeError(f"features_extractor_kwargs must be a dict, got {features_extractor_kwargs!r}")
+        for name, flag in (
+            ("share_features_extractor", share_features_extractor),
+            ("normalize_images", normalize_images),
+            ("critic_layer_norm", critic_layer_norm),
+        ):
+            if not isinstance(flag, (bool, np.bool_)):
+                raise TypeError(f"{name} must be a bool, got {flag!r}")
+        _check_observation_space(observation_space, features_extractor_class)
         if not (isinstance(activation_fn, type) and issubclass(activation_fn, nn.Module)):
             raise TypeError(f"activation_fn must be an nn.Module class such as nn.ReLU, got {activation_fn!r}")
         if not (isinstance(optimizer_class, type) and issubclass(optimizer_class, torch.optim.Optimizer)):
@@ -226,13 +397,45 @@ class TD3Policy(nn.Module):
                 "is set by learning_rate, actor_learning_rate and critic_learning_rate"
             )
 
-        obs_dim = int(np.prod(observation_space.shape))
+        self.features_extractor_class = features_extractor_class
+        self.features_extractor_kwargs = python_scalars(dict(features_extractor_kwargs or {}))
+        self.share_features_extractor = bool(share_features_extractor)
+        self.normalize_images = bool(normalize_images)
+        self.critic_layer_norm = bool(critic_layer_norm)
+
         action_dim = int(np.prod(action_space.shape))
-        self.actor = Actor(obs_dim, action_dim, pi_arch, activation_fn)
+        # Built in this order (actor extractor, actor MLP, critic extractor, critic MLPs), each drawing its
+        # initial weights from torch's global generator; the default flatten draws nothing.
+        actor_extractor = self.make_features_extractor()
+        features_dim = int(actor_extractor.features_dim)
+        self.actor = Actor(features_dim, action_dim, pi_arch, activation_fn, actor_extractor, self._preprocessor())
         self.actor_target = copy.deepcopy(self.actor)
-        self.critic = CriticEnsemble(obs_dim, action_dim, qf_arch, activation_fn, n_critics)
+        if self.share_features_extractor:
+            self.critic = CriticEnsemble(
+                features_dim,
+                action_dim,
+                qf_arch,
+                activation_fn,
+                n_critics,
+                preprocess=self._preprocessor(),
+                shared_features_extractor=self.actor.features_extractor,
+                layer_norm=self.critic_layer_norm,
+            )
+        else:
+            self.critic = CriticEnsemble(
+                features_dim,
+                action_dim,
+                qf_arch,
+                activation_fn,
+                n_critics,
+                self.make_features_extractor(),
+                self._preprocessor(),
+                layer_norm=self.critic_layer_norm,
+            )
         self.n_critics = self.critic.n_critics
         self.critic_target = copy.deepcopy(self.critic)
+        if self.share_features_extractor:  # the target critic reads the target actor's extractor
+            object.__setattr__(self.critic_target, "shared_features_extractor", self.actor_target.features_extractor)
         for target in (self.actor_target, self.critic_target):
             target.requires_grad_(False)
 
@@ -251,6 +454,17 @@ class TD3Policy(nn.Module):
 
         self.actor_optimizer = self._make_optimizer(self.actor.parameters(), actor_learning_rate)
         self.critic_optimizer = self._make_optimizer(self.critic.parameters(), critic_learning_rate)
+
+    def make_features_extractor(self) -> BaseFeaturesExtractor:
+        """A new features extractor for this policy's observation space (fresh weights)."""
+        return self.features_extractor_class(self.observation_space, **self.features_extractor_kwargs)
+
+    def _preprocessor(self) -> nn.Module:
+        return make_preprocessor(self.observation_space, self.normalize_images)
+
+    def extract_features(self, obs: Any, features_extractor: nn.Module) -> torch.Tensor:
+        """``features_extractor`` applied to the preprocessed observations (images scaled), as in SB3."""
+        return features_extractor(self._preprocessor()(obs))
 
     def _make_optimizer(self, params: Any, lr: float) -> torch.optim.Optimizer:
         kwargs = dict(self.optimizer_kwargs)
@@ -281,21 +495,45 @@ class TD3Policy(nn.Module):
         return self.actor(obs)
 
     @torch.no_grad()
-    def actor_numpy(self, obs: np.ndarray) -> np.ndarray:
-        """Normalised actions for a batch of observations given as NumPy, returned as NumPy."""
+    def actor_numpy(self, obs: np.ndarray | dict[str, np.ndarray]) -> np.ndarray:
+        """Normalised actions for a batch of observations given as NumPy (a dict of arrays for a `Dict`
+        space), returned as NumPy."""
+        return self.actor(self._as_tensor(obs)).cpu().numpy()
+
+    def _as_tensor(self, obs: Any) -> Any:
+        """A NumPy batch as float32 tensor(s) on the policy's device (images keep their 0-255 values)."""
         device = self.action_low.device
-        obs_t = torch.as_tensor(obs, dtype=torch.float32, device=device)
-        return self.actor(obs_t).cpu().numpy()
+        if isinstance(obs, dict):
+            return {
+                key: torch.as_tensor(np.asarray(value), dtype=torch.float32, device=device)
+                for key, value in obs.items()
+            }
+        return torch.as_tensor(obs, dtype=torch.float32, device=device)
 
     def constructor_kwargs(self) -> dict[str, Any]:
-        """The keyword arguments that rebuild this policy (learning rates aside)."""
-        return {
+        """The keyword arguments that rebuild this policy (learning rates aside).
+
+        The features extractor settings are included only where they differ from the class's defaults, so a
+        default ``MlpPolicy`` is described as it always was.
+        """
+        kwargs: dict[str, Any] = {
             "net_arch": copy.deepcopy(self.net_arch),
             "activation_fn": self.activation_fn,
             "n_critics": self.n_critics,
             "optimizer_class": self.optimizer_class,
             "optimizer_kwargs": dict(self.optimizer_kwargs),
         }
+        if self.features_extractor_class is not self.default_features_extractor_class:
+            kwargs["features_extractor_class"] = self.features_extractor_class
+        if self.features_extractor_kwargs:
+            kwargs["features_extractor_kwargs"] = copy.deepcopy(self.features_extractor_kwargs)
+        if self.share_features_extractor:
+            kwargs["share_features_extractor"] = True
+        if not self.normalize_images:
+            kwargs["normalize_images"] = False
+        if self.critic_layer_norm:
+            kwargs["critic_layer_norm"] = True
+        return kwargs
 
     # ------------------------------------------------------------------ Stable-Baselines3's BasePolicy API
     @property
@@ -313,22 +551,31 @@ class TD3Policy(nn.Module):
         """
         self.train(mode)
 
-    def is_vectorized_observation(self, observation: np.ndarray) -> bool:
-        """Whether ``observation`` is a batch ``(n, *obs_shape)`` rather than one observation ``obs_shape``.
+    def is_vectorized_observation(self, observation: np.ndarray | dict[str, np.ndarray]) -> bool:
+        """Whether ``observation`` is a batch ``(n, *obs_shape)`` rather than one observation ``obs_shape``
+        (for a `Dict` space: a dict whose arrays are all batches, or all single observations).
 
         Raises:
-            ValueError: the shape is neither, naming both the given and the expected shapes.
+            ValueError: the shape is neither, naming both the given and the expected shapes (and the key).
         """
-        shape = np.shape(observation)
-        obs_shape = self.observation_space.shape
-        if shape == obs_shape:
-            return False
-        if shape[1:] == obs_shape:
-            return True
-        raise ValueError(f"observation has shape {shape}; expected {obs_shape} or (batch, *{obs_shape})")
+        if isinstance(self.observation_space, spaces.Dict):
+            if not isinstance(observation, dict) or set(observation) != set(self.observation_space.spaces):
+                got = sorted(observation) if isinstance(observation, dict) else type(observation).__name__
+                raise ValueError(
+                    f"observation must be a dict with the keys {sorted(self.observation_space.spaces)}, got {got}"
+                )
+            flags = {
+                key: _is_batch(observation[key], sub.shape, f"observation[{key!r}]")
+                for key, sub in self.observation_space.spaces.items()
+            }
+            if len(set(flags.values())) > 1:
+                raise ValueError(f"observation mixes batched and single entries: {flags}")
+            return next(iter(flags.values()))
+        return _is_batch(observation, self.observation_space.shape, "observation")
 
-    def obs_to_tensor(self, observation: np.ndarray) -> tuple[torch.Tensor, bool]:
-        """``(batch of observations as a float32 tensor on the policy's device, whether it was a batch)``.
+    def obs_to_tensor(self, observation: np.ndarray | dict[str, np.ndarray]) -> tuple[Any, bool]:
+        """``(batch of observations as a float32 tensor on the policy's device, whether it was a batch)``;
+        for a `Dict` space the batch is a dict of tensors.
 
         One observation becomes a batch of one, as in SB3.
 
@@ -340,6 +587,13 @@ class TD3Policy(nn.Module):
             raise TypeError(
                 "observation is an (obs, info) tuple: pass only the observation, e.g. obs, info = env.reset()"
             )
+        if isinstance(self.observation_space, spaces.Dict):
+            vectorized = self.is_vectorized_observation(observation)
+            batch = {
+                key: np.asarray(observation[key], dtype=np.float32).reshape(-1, *sub.shape)
+                for key, sub in self.observation_space.spaces.items()
+            }
+            return self._as_tensor(batch), vectorized
         obs = np.asarray(observation, dtype=np.float32)
         vectorized = self.is_vectorized_observation(obs)
         batch = obs.reshape(-1, *self.observation_space.shape)
@@ -415,6 +669,15 @@ class TD3Policy(nn.Module):
                 ``torch.optim`` class is refused (a policy file never names code to import).
         """
         kwargs = self.constructor_kwargs()
+        if "features_extractor_class" in kwargs:
+            extractor = kwargs["features_extractor_class"]
+            name = class_to_name(extractor, FEATURES_EXTRACTORS)
+            if name not in FEATURES_EXTRACTORS:
+                raise TypeError(
+                    f"features_extractor_class={extractor!r} is not a built-in extractor "
+                    f"({sorted(FEATURES_EXTRACTORS)}); policy files name only those"
+                )
+            kwargs["features_extractor_class"] = name
         for key in ("activation_fn", "optimizer_class"):
             name = class_to_name(kwargs[key])
             if ":" in name:
@@ -476,6 +739,10 @@ class TD3Policy(nn.Module):
             kwargs = dict(metadata["policy"]["kwargs"])
             kwargs["activation_fn"] = class_from_name(kwargs["activation_fn"], what="activation_fn")
             kwargs["optimizer_class"] = class_from_name(kwargs["optimizer_class"], what="optimizer_class")
+            if "features_extractor_class" in kwargs:
+                kwargs["features_extractor_class"] = class_from_name(
+                    kwargs["features_extractor_class"], FEATURES_EXTRACTORS, "features_extractor_class"
+                )
             observation_space = space_from_dict(metadata["observation_space"])
             action_space = check_action_space(space_from_dict(metadata["action_space"]))
             state = tensors.get("policy")
@@ -496,6 +763,19 @@ class TD3Policy(nn.Module):
         return export(self, path, format=format, **kwargs)
 
 
+class CnnPolicy(TD3Policy):
+    """`TD3Policy` for image observations: `NatureCNN` is the default features extractor (``"CnnPolicy"``)."""
+
+    default_features_extractor_class = NatureCNN
+
+
+class MultiInputPolicy(TD3Policy):
+    """`TD3Policy` for `Dict` observations: `CombinedExtractor` is the default features extractor
+    (``"MultiInputPolicy"``)."""
+
+    default_features_extractor_class = CombinedExtractor
+
+
 POLICY_CONTENT = "policy"
 """``metadata["content"]`` of a file written by `TD3Policy.save()` (whole-model files have none)."""
 
@@ -512,21 +792,53 @@ def _policy_class_from_file(cls: type[TD3Policy], name: Any) -> type[TD3Policy]:
     return found
 
 
-def expected_state_shapes(obs_dim: int, action_dim: int, net_arch: Any, n_critics: int) -> dict[str, tuple[int, ...]]:
+def extractor_state_shapes(
+    extractor_class: type[nn.Module], observation_space: spaces.Space, extractor_kwargs: dict[str, Any] | None = None
+) -> tuple[int, dict[str, tuple[int, ...]]]:
+    """``(features_dim, {name: shape})`` of a features extractor's state dict, found by building it on the
+    ``meta`` device (no memory is allocated, whatever sizes the arguments ask for)."""
+    with torch.device("meta"):
+        extractor = extractor_class(observation_space, **(extractor_kwargs or {}))
+    return int(extractor.features_dim), {name: tuple(t.shape) for name, t in extractor.state_dict().items()}
+
+
+def expected_state_shapes(
+    obs_dim: int,
+    action_dim: int,
+    net_arch: Any,
+    n_critics: int,
+    extractor_shapes: dict[str, tuple[int, ...]] | None = None,
+    share_features_extractor: bool = False,
+    critic_layer_norm: bool = False,
+) -> dict[str, tuple[int, ...]]:
     """The name and shape of every tensor in a `TD3Policy`'s ``state_dict``, from its architecture
-    alone (nothing is allocated)."""
+    alone (nothing is allocated).
+
+    ``obs_dim`` is the features extractor's ``features_dim``; ``extractor_shapes`` the extractor's own tensors
+    (see `extractor_state_shapes`; none for the default flatten), held by the actors, and by the critics unless
+    ``share_features_extractor``; ``critic_layer_norm`` adds the critics' LayerNorm gains and biases.
+    """
     pi, qf = parse_net_arch(net_arch)
     shapes: dict[str, tuple[int, ...]] = {}
     for prefix in ("actor", "actor_target"):
+        for name, shape in (extractor_shapes or {}).items():
+            shapes[f"{prefix}.features_extractor.{name}"] = shape
         sizes = [obs_dim, *pi, action_dim]
         for i, (fan_in, fan_out) in enumerate(zip(sizes[:-1], sizes[1:])):
             shapes[f"{prefix}.mu.{2 * i}.weight"] = (fan_out, fan_in)
             shapes[f"{prefix}.mu.{2 * i}.bias"] = (fan_out,)
     for prefix in ("critic", "critic_target"):
+        if not share_features_extractor:
+            for name, shape in (extractor_shapes or {}).items():
+                shapes[f"{prefix}.features_extractor.{name}"] = shape
         sizes = [obs_dim + action_dim, *qf, 1]
         for i, (fan_in, fan_out) in enumerate(zip(sizes[:-1], sizes[1:])):
             shapes[f"{prefix}.weights.{i}"] = (n_critics, fan_in, fan_out)
             shapes[f"{prefix}.biases.{i}"] = (n_critics, 1, fan_out)
+        if critic_layer_norm:
+            for i, width in enumerate(qf):
+                shapes[f"{prefix}.norm_weights.{i}"] = (n_critics, 1, width)
+                shapes[f"{prefix}.norm_biases.{i}"] = (n_critics, 1, width)
     return shapes
 
 
@@ -539,8 +851,8 @@ def _check_state_shapes(
 ) -> None:
     """Refuse stored tensors that are not exactly those of the declared architecture, before building it.
 
-    Without this a forged ``net_arch`` could make loading allocate huge networks. Registered subclasses may
-    add networks of their own: for them the check covers the `TD3Policy` part, and
+    Without this a forged ``net_arch`` (or extractor size) could make loading allocate huge networks.
+    Registered subclasses may add networks of their own: for them the check covers the `TD3Policy` part, and
     ``load_state_dict`` (strict) the rest.
     """
     if not isinstance(state, dict) or not all(isinstance(t, torch.Tensor) for t in state.values()):
@@ -548,19 +860,43 @@ def _check_state_shapes(
     n_critics = kwargs.get("n_critics", 2)
     if isinstance(n_critics, bool) or not isinstance(n_critics, int) or n_critics < 1:
         raise ModelFileError(f"n_critics must be a positive int, got {n_critics!r}")
-    if not (isinstance(observation_space, spaces.Box) and isinstance(action_space, spaces.Box)):
-        raise ModelFileError("a TD3Policy file must declare Box observation and action spaces")
-    obs_dim, action_dim = int(np.prod(observation_space.shape)), int(np.prod(action_space.shape))
-    expected = expected_state_shapes(obs_dim, action_dim, kwargs.get("net_arch", DEFAULT_NET_ARCH), n_critics)
+    if not (isinstance(observation_space, (spaces.Box, spaces.Dict)) and isinstance(action_space, spaces.Box)):
+        raise ModelFileError("a TD3Policy file must declare a Box action space and a Box or Dict observation space")
+    action_dim = int(np.prod(action_space.shape))
+    extractor = kwargs.get("features_extractor_class", policy_cls.default_features_extractor_class)
+    extractor_kwargs = kwargs.get("features_extractor_kwargs") or {}
+    if not isinstance(extractor_kwargs, dict):
+        raise ModelFileError(f"features_extractor_kwargs must be a dict, got {extractor_kwargs!r}")
+    share = kwargs.get("share_features_extractor", False)
+    if not isinstance(share, bool):
+        raise ModelFileError(f"share_features_extractor must be a bool, got {share!r}")
+    layer_norm = kwargs.get("critic_layer_norm", False)
+    if not isinstance(layer_norm, bool):
+        raise ModelFileError(f"critic_layer_norm must be a bool, got {layer_norm!r}")
+    try:
+        _check_observation_space(observation_space, extractor)
+        features_dim, extractor_shapes = extractor_state_shapes(extractor, observation_space, extractor_kwargs)
+    except (TypeError, ValueError) as exc:
+        raise ModelFileError(f"the declared features extractor cannot be built: {exc}") from exc
+    expected = expected_state_shapes(
+        features_dim,
+        action_dim,
+        kwargs.get("net_arch", DEFAULT_NET_ARCH),
+        n_critics,
+        extractor_shapes,
+        share,
+        layer_norm,
+    )
     stored = {name: tuple(tensor.shape) for name, tensor in state.items()}
-    if policy_cls is TD3Policy and set(stored) != set(expected):
+    if policy_cls in (TD3Policy, CnnPolicy, MultiInputPolicy) and set(stored) != set(expected):
         missing, extra = _few(set(expected) - set(stored)), _few(set(stored) - set(expected))
         raise ModelFileError(f"the stored tensors do not match the declared networks: missing {missing}, extra {extra}")
     for name, shape in expected.items():
         if stored.get(name) != shape:
             raise ModelFileError(
                 f"tensor {name!r} has shape {stored.get(name)}, the declared networks need {shape} "
-                f"(net_arch={kwargs.get('net_arch')!r}, n_critics={n_critics})"
+                f"(net_arch={kwargs.get('net_arch')!r}, n_critics={n_critics}, "
+                f"features_extractor_class={getattr(extractor, '__name__', extractor)})"
             )
 
 

@@ -3,7 +3,7 @@
 They live in `rlkit_td3.policies`; this module only names them.
 """
 
-from rlkit_td3.policies import MlpPolicy, TD3Policy
+from rlkit_td3.policies import CnnPolicy, MlpPolicy, MultiInputPolicy, TD3Policy
 from rlkit_td3.policies.td3_policy import Actor
 
-__all__ = ["Actor", "MlpPolicy", "TD3Policy"]
+__all__ = ["Actor", "CnnPolicy", "MlpPolicy", "MultiInputPolicy", "TD3Policy"]
