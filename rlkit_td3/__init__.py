@@ -2,8 +2,9 @@
 
 from rlkit_td3 import envs as envs  # registers the PyBullet ids with gymnasium (pybullet loads on make)
 from rlkit_td3.ddpg import DDPG
+from rlkit_td3.her import HerReplayBuffer
 from rlkit_td3.off_policy import OffPolicyAlgorithm
 from rlkit_td3.td3 import TD3
 from rlkit_td3.version import __version__
 
-__all__ = ["DDPG", "TD3", "OffPolicyAlgorithm", "__version__"]
+__all__ = ["DDPG", "TD3", "HerReplayBuffer", "OffPolicyAlgorithm", "__version__"]

@@ -24,6 +24,7 @@ from gymnasium import spaces
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv, VectorEnv
 
 from rlkit_td3.buffers import BUFFER_REGISTRY
+from rlkit_td3.dict_obs import flat_obs_dim, obs_from_tensors, obs_shapes, obs_to_tensors, stack_obs
 from rlkit_td3.file_checks import (
     ACTIVATIONS,
     CUSTOM_TO_CTOR,
@@ -380,7 +381,7 @@ def save(model: Any, path: str | os.PathLike[str], include_buffer: bool = False)
         "training_state": {"smoothing_rng": model._smoothing_rng.get_state()},
     }
     if model._last_obs is not None:
-        tensors["training_state"]["last_obs"] = torch.as_tensor(np.asarray(model._last_obs))
+        tensors["training_state"]["last_obs"] = obs_to_tensors(model._last_obs)
     blobs = {BUFFER_ENTRY: model.replay_buffer.to_bytes()} if include_buffer else {}
     write_model_zip(path, metadata, tensors, pickled, blobs)
 
@@ -549,7 +550,7 @@ def _restore_schedule_states(model: Any, states: Any) -> None:
 def _restart_envs(
     model: Any,
     env_rngs: list[dict[str, Any]] | None,
-    last_obs: torch.Tensor | None,
+    last_obs: torch.Tensor | dict[str, torch.Tensor] | None,
     needs_reset: list[bool] | None = None,
     pre_reset: list[dict[str, Any] | None] | None = None,
 ) -> None:
@@ -579,7 +580,7 @@ def _restart_envs(
             stats.return_queue.append(r)
             stats.length_queue.append(n)
     if model._autoreset_mode == AutoresetMode.DISABLED:
-        model._last_obs = obs if last_obs is None else last_obs.numpy()
+        model._last_obs = obs if last_obs is None else obs_from_tensors(last_obs)
         model._needs_reset = np.ones(model.n_envs, dtype=bool)
     elif (
         model._autoreset_mode == AutoresetMode.NEXT_STEP
@@ -587,7 +588,7 @@ def _restart_envs(
         and all(needs_reset)
         and last_obs is not None
     ):
-        model._last_obs = last_obs.numpy()
+        model._last_obs = obs_from_tensors(last_obs)
         model._needs_reset = np.ones(model.n_envs, dtype=bool)
         model._pending_reset_step = True
     elif _sb3_dummy_env(model) is not None and pre_reset is not None and all(x is not None for x in pre_reset):
@@ -595,7 +596,7 @@ def _restart_envs(
         # generator states recorded before them, which leaves envs and generators where the saved run's were.
         dummy = _sb3_dummy_env(model)
         first = [dummy.restore_reset(i, state) for i, state in enumerate(pre_reset)]
-        model._last_obs = np.asarray(np.stack(first), dtype=model.observation_space.dtype)
+        model._last_obs = stack_obs(first, model.observation_space)
         model._needs_reset = np.zeros(model.n_envs, dtype=bool)
     else:
         model._last_obs = None
@@ -702,7 +703,7 @@ def _fill_from_file(
     elif model.policy_class in (TD3Policy, CnnPolicy, MultiInputPolicy):
         # exact tensor shapes, features extractor included (checked on the meta device: nothing allocated)
         _check_state_shapes(model.policy_class, observation_space, action_space, model.policy_kwargs, tensors["policy"])
-    obs_dim, act_dim = int(np.prod(observation_space.shape)), int(np.prod(action_space.shape))
+    obs_dim, act_dim = flat_obs_dim(observation_space), int(np.prod(action_space.shape))
     per_row = 4 * (obs_dim * (1 if model.optimize_memory_usage else 2) + act_dim + 1) + 2
     check_allocation(
         f"a replay buffer of {model.buffer_size} transitions (pass a smaller buffer_size= to load() to build "
@@ -727,7 +728,7 @@ def _fill_from_file(
             metadata["training_state"],
             tensors.get("training_state"),
             n_envs=n_envs,
-            observation_shape=tuple(observation_space.shape),
+            observation_shape=obs_shapes(observation_space),
             action_noise=model.action_noise,
             device=model.device,
         )

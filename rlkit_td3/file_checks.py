@@ -224,6 +224,14 @@ def _number(entry: str, value: Any, low: float = -math.inf, high: float = math.i
 # ---------------------------------------------------------------------------- sizes
 def _box_size(metadata: dict[str, Any], key: str) -> int:
     spec = metadata.get(key)
+    if isinstance(spec, dict) and spec.get("type") == "Dict":  # a Dict observation space: its entries' sizes
+        entries = spec.get("spaces")
+        if not isinstance(entries, list) or not entries or len(entries) > 64:
+            raise ModelFileError(f"{METADATA_ENTRY}: {key} is a Dict without valid entries")
+        return sum(
+            _box_size({key: entry[1] if isinstance(entry, list) and len(entry) == 2 else None}, key)
+            for entry in entries
+        )
     shape = spec.get("shape") if isinstance(spec, dict) else None
     if not isinstance(shape, list) or len(shape) > 8:
         raise ModelFileError(f"{METADATA_ENTRY}: {key} has no valid shape")
@@ -320,7 +328,7 @@ def entry_byte_limits(metadata: dict[str, Any]) -> dict[str, int]:
     else:
         limits.update(dict.fromkeys(("policy.pth", "actor_optimizer.pth", "critic_optimizer.pth"), MAX_ENTRY_BYTES))
     limits["training_state.pth"] = ENTRY_OVERHEAD_BYTES + 8 * n_envs * obs_dim
-    row = 4 * (3 * obs_dim + act_dim + 1) + 2 + 8 + 16  # + 16: an n-step link and a priority (NStep, PER)
+    row = 4 * (3 * obs_dim + act_dim + 1) + 2 + 8 + 32  # + 32: n-step link and priority, or HER's episode start/length
     limits[BUFFER_ENTRY] = ENTRY_OVERHEAD_BYTES + (buffer_size + n_envs) * row + 64 * n_envs
     return {name: min(limit, MAX_ENTRY_BYTES) for name, limit in limits.items()}
 
@@ -632,7 +640,7 @@ def check_training_state(
     tensors: Any,
     *,
     n_envs: int,
-    observation_shape: tuple[int, ...],
+    observation_shape: tuple[int, ...] | dict[str, tuple[int, ...]],
     action_noise: Any,
     device: torch.device,
 ) -> None:
@@ -680,15 +688,24 @@ def check_training_state(
         raise ModelFileError("training_state.pth lacks smoothing_rng")
     check_torch_generator_state("training_state.smoothing_rng", tensors["smoothing_rng"], device)
     last_obs = tensors.get("last_obs")
-    if last_obs is not None:
-        expected = (n_envs, *observation_shape)
-        if not isinstance(last_obs, torch.Tensor) or tuple(last_obs.shape) != expected:
-            got = tuple(last_obs.shape) if isinstance(last_obs, torch.Tensor) else type(last_obs).__name__
-            raise ModelFileError(f"training_state.last_obs has shape {got}, the model needs {expected}")
-        if last_obs.dtype.is_complex:
-            raise ModelFileError(f"training_state.last_obs must be real numbers, got {last_obs.dtype}")
-        if last_obs.is_floating_point() and not bool(torch.isfinite(last_obs).all()):
-            raise ModelFileError("training_state.last_obs holds non-finite values")
+    if isinstance(observation_shape, dict) and last_obs is not None:  # Dict observations: one tensor per key
+        if not isinstance(last_obs, dict) or list(last_obs) != list(observation_shape):
+            got = list(last_obs) if isinstance(last_obs, dict) else type(last_obs).__name__
+            raise ModelFileError(f"training_state.last_obs must hold the keys {list(observation_shape)}, got {got}")
+        for key, shape in observation_shape.items():
+            _check_last_obs(f"training_state.last_obs[{key!r}]", last_obs[key], (n_envs, *shape))
+    elif last_obs is not None:
+        _check_last_obs("training_state.last_obs", last_obs, (n_envs, *observation_shape))
+
+
+def _check_last_obs(entry: str, last_obs: Any, expected: tuple[int, ...]) -> None:
+    if not isinstance(last_obs, torch.Tensor) or tuple(last_obs.shape) != expected:
+        got = tuple(last_obs.shape) if isinstance(last_obs, torch.Tensor) else type(last_obs).__name__
+        raise ModelFileError(f"{entry} has shape {got}, the model needs {expected}")
+    if last_obs.dtype.is_complex:
+        raise ModelFileError(f"{entry} must be real numbers, got {last_obs.dtype}")
+    if last_obs.is_floating_point() and not bool(torch.isfinite(last_obs).all()):
+        raise ModelFileError(f"{entry} holds non-finite values")
 
 
 # ---------------------------------------------------------------------------- replay buffer files
@@ -747,10 +764,18 @@ def read_npy_member(
 
 
 def check_buffer_meta(
-    meta: Any, *, obs_shape: tuple[int, ...], action_dim: int, n_envs: int, optimize_memory_usage: bool
+    meta: Any,
+    *,
+    obs_shape: tuple[int, ...] | dict[str, tuple[int, ...]],
+    action_dim: int,
+    n_envs: int,
+    optimize_memory_usage: bool,
 ) -> dict[str, Any]:
     """The JSON header of a replay buffer file: types, layout and shapes against the buffer's, ``n_envs`` (which
-    must match for the memory-optimized layout's per-env rings), sampler state."""
+    must match for the memory-optimized layout's per-env rings), sampler state.
+
+    ``obs_shape`` is a dict ``{key: shape}`` for a buffer of Dict observations: the file must hold the same keys
+    in the same order (its per-key members are numbered in that order)."""
     if not isinstance(meta, dict):
         raise ModelFileError("the replay buffer file's meta is not a JSON object")
     try:
@@ -763,7 +788,12 @@ def check_buffer_meta(
                 f"this buffer has optimize_memory_usage={optimize_memory_usage}"
             )
         file_obs = meta["obs_shape"]
-        if not isinstance(file_obs, list) or tuple(file_obs) != tuple(obs_shape) or meta["action_dim"] != action_dim:
+        if isinstance(obs_shape, dict):
+            expected: Any = {key: list(shape) for key, shape in obs_shape.items()}
+            same_obs = isinstance(file_obs, dict) and list(file_obs.items()) == list(expected.items())
+        else:
+            same_obs = isinstance(file_obs, list) and tuple(file_obs) == tuple(obs_shape)
+        if not same_obs or meta["action_dim"] != action_dim:
             raise ModelFileError(
                 f"replay buffer file has obs shape {file_obs} and action dim {meta['action_dim']!r}, "
                 f"this buffer has {obs_shape} and {action_dim}"
@@ -777,6 +807,16 @@ def check_buffer_meta(
     except KeyError as exc:
         raise ModelFileError(f"the replay buffer file's meta lacks {exc}") from exc
     return meta
+
+
+def check_dict_obs_dtypes(meta: dict[str, Any], dtypes: dict[str, str]) -> None:
+    """The per-key storage dtypes of a Dict-observation buffer file (``obs_dtype``, NumPy dtype strings) must be
+    the buffer's, key for key and in order."""
+    file_dtypes = meta.get("obs_dtype")
+    if not isinstance(file_dtypes, dict) or list(file_dtypes.items()) != list(dtypes.items()):
+        raise ModelFileError(
+            f"replay buffer file has observation dtypes {str(file_dtypes)[:200]}, this buffer has {dtypes}"
+        )
 
 
 def check_buffer_rings(meta: dict[str, Any], n_envs: int) -> np.ndarray:
@@ -803,3 +843,68 @@ def check_buffer_rings(meta: dict[str, Any], n_envs: int) -> np.ndarray:
             )
         filled.append(expected)
     return np.asarray(filled, dtype=np.int64)
+
+
+def check_her_state(meta: dict[str, Any], *, n_envs: int, n_slots: int) -> dict[str, np.ndarray]:
+    """The per-env rings and running episodes of a `HerReplayBuffer` file (same ``n_envs`` and ring length as
+    the buffer); returns them as arrays, with ``filled`` (the filled rows of each ring)."""
+    try:
+        file_envs, file_slots = meta["n_envs"], meta["n_slots"]
+        lists = {key: meta[key] for key in ("env_pos", "env_full", "current_ep_start", "current_ep_length")}
+    except KeyError as exc:
+        raise ModelFileError(f"the replay buffer file's meta lacks {exc}") from exc
+    if file_envs != n_envs or file_slots != n_slots:
+        raise ModelFileError(
+            f"replay buffer file has n_envs={file_envs!r} rings of {file_slots!r} rows; this buffer has "
+            f"n_envs={n_envs} rings of {n_slots} rows"
+        )
+    for key, value in lists.items():
+        if not isinstance(value, list) or len(value) != n_envs:
+            raise ModelFileError(f"replay buffer {key} must be a list of {n_envs} entries")
+    for e in range(n_envs):
+        pos = _int(f"replay buffer env_pos[{e}]", lists["env_pos"][e], 0, n_slots - 1)
+        start = _int(f"replay buffer current_ep_start[{e}]", lists["current_ep_start"][e], 0, n_slots - 1)
+        length = _int(f"replay buffer current_ep_length[{e}]", lists["current_ep_length"][e], 0, n_slots)
+        full = lists["env_full"][e]
+        if not isinstance(full, bool):
+            raise ModelFileError(f"replay buffer env_full[{e}] must be a bool")
+        if (start + length) % n_slots != pos or (not full and start + length != pos):
+            raise ModelFileError(
+                f"replay buffer ring {e} is inconsistent: pos={pos}, full={full}, running episode of {length} "
+                f"rows from {start}"
+            )
+    state = {key: np.asarray(value, dtype=bool if key == "env_full" else np.int64) for key, value in lists.items()}
+    state["filled"] = np.where(state["env_full"], n_slots, state["env_pos"])
+    if meta["size"] != int(state["filled"].sum()) or meta["full"] != bool(state["env_full"].all()):
+        raise ModelFileError(f"replay buffer size={meta['size']!r}, full={meta['full']!r} disagree with its rings")
+    return state
+
+
+def check_her_episodes(
+    rows: np.ndarray, ep_start: np.ndarray, ep_length: np.ndarray, state: dict[str, Any], n_slots: int
+) -> None:
+    """The episode bookkeeping of a `HerReplayBuffer` file: every ended episode lies in filled rows of one ring,
+    its first and last rows agree on where it starts and how long it is, and no row of a running episode is
+    marked as ended (so every goal the buffer can draw comes from a stored step of the same episode).
+
+    Raises:
+        ModelFileError: naming what is inconsistent.
+    """
+    if np.any(ep_start < 0) or np.any(ep_start >= n_slots) or np.any(ep_length < 0) or np.any(ep_length > n_slots):
+        raise ModelFileError(f"replay buffer ep_start must be in [0, {n_slots}) and ep_length in [0, {n_slots}]")
+    env, slot = rows // n_slots, rows % n_slots
+    ended = ep_length > 0
+    offset = (slot - ep_start) % n_slots
+    pos, full = state["env_pos"][env], state["env_full"][env]
+    # In a ring that has not wrapped, the filled slots are [0, pos): an episode must not wrap.
+    if np.any(ended & ((offset >= ep_length) | (~full & (ep_start + ep_length > pos)))):
+        raise ModelFileError("replay buffer episodes must cover their own rows within the filled part of the ring")
+    index = np.full(len(state["env_pos"]) * n_slots, -1, dtype=np.int64)
+    index[rows] = np.arange(len(rows))
+    for edge in (ep_start, ep_start + ep_length - 1):
+        other = index[env * n_slots + edge % n_slots]
+        if np.any(ended & ((other < 0) | (ep_start[other] != ep_start) | (ep_length[other] != ep_length))):
+            raise ModelFileError("replay buffer episodes must start and end with rows of the same episode")
+    cur_start, cur_len = state["current_ep_start"][env], state["current_ep_length"][env]
+    if np.any(ended & ((slot - cur_start) % n_slots < cur_len)):
+        raise ModelFileError("replay buffer rows of a running episode must not be marked as ended")

@@ -21,13 +21,17 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 
 from rlkit_td3 import checkpoint, sb3_import
 from rlkit_td3.buffers import (
+    DictReplayBuffer,
     NStepReplayBuffer,
     PrioritizedReplayBuffer,
     PrioritizedReplayBufferSamples,
     ReplayBuffer,
     ReplayBufferSamples,
 )
+from rlkit_td3.buffers.dict_replay_buffer import check_dict_space
 from rlkit_td3.callbacks import MaybeCallback, convert_callback
+from rlkit_td3.dict_obs import dict_obs_batch, obs_copy, obs_len, obs_rows, obs_set_row, obs_where
+from rlkit_td3.her import HerReplayBuffer, per_env_infos
 from rlkit_td3.logger import Logger, configure
 from rlkit_td3.noise import ActionNoise, NormalActionNoise, VectorizedActionNoise
 from rlkit_td3.optim import MOMENT_FLUSH_EVERY, flush_tiny_moments, optimizer_step, zero_grad
@@ -238,11 +242,17 @@ class OffPolicyAlgorithm:
     def _set_env_and_spaces(self, env: VectorEnv) -> None:
         obs_space = env.single_observation_space
         name = env_name(env)
-        if not isinstance(obs_space, spaces.Box):
+        if isinstance(obs_space, spaces.Dict):
+            try:
+                check_dict_space(obs_space)
+            except (TypeError, ValueError) as exc:
+                raise type(exc)(f"{name}: {exc}") from exc
+        elif not isinstance(obs_space, spaces.Box):
             raise TypeError(
-                f"{name}: observation_space must be a gymnasium.spaces.Box for MlpPolicy, got {obs_space!r}"
+                f"{name}: observation_space must be a gymnasium.spaces.Box (MlpPolicy) or a gymnasium.spaces.Dict "
+                f"of Box spaces (MultiInputPolicy), got {obs_space!r}"
             )
-        if int(np.prod(obs_space.shape)) == 0:
+        elif int(np.prod(obs_space.shape)) == 0:
             raise ValueError(f"{name}: observation_space must have at least one element, got shape {obs_space.shape}")
         try:
             self.action_space = check_action_space(env.single_action_space)
@@ -273,22 +283,24 @@ class OffPolicyAlgorithm:
             actor_learning_rate=actor_lr,
             critic_learning_rate=critic_lr,
         ).to(self.device)
-        self.replay_buffer = self.replay_buffer_class(
+        buffer_class = self.replay_buffer_class
+        if buffer_class is ReplayBuffer and isinstance(self.observation_space, spaces.Dict):
+            buffer_class = DictReplayBuffer  # the default for Dict observations, as in SB3
+        buffer_kwargs = {
+            "optimize_memory_usage": self.optimize_memory_usage,
+            **({"n_steps": self.n_steps, "gamma": self.gamma} if issubclass(buffer_class, NStepReplayBuffer) else {}),
+            **self.replay_buffer_kwargs,
+        }
+        if issubclass(buffer_class, HerReplayBuffer):
+            buffer_kwargs["env"] = self._venv  # relabelled rewards come from the env's compute_reward
+        self.replay_buffer = buffer_class(
             self.buffer_size,
             self.observation_space,
             self.action_space,
             device=self.device,
             n_envs=self.n_envs,
             seed=buffer_seed,
-            **{
-                "optimize_memory_usage": self.optimize_memory_usage,
-                **(
-                    {"n_steps": self.n_steps, "gamma": self.gamma}
-                    if issubclass(self.replay_buffer_class, NStepReplayBuffer)
-                    else {}
-                ),
-                **self.replay_buffer_kwargs,
-            },
+            **buffer_kwargs,
         )
         self.action_noise = self._make_action_noise(noise_seed)
         self._warmup_rng = np.random.default_rng(warmup_seed)
@@ -386,6 +398,8 @@ class OffPolicyAlgorithm:
         vec = as_training_env(env)
         self._check_env_matches(vec)
         self._set_env_and_spaces(vec)
+        if isinstance(getattr(self, "replay_buffer", None), HerReplayBuffer):
+            self.replay_buffer.env = vec  # relabelled rewards come from the new env
         self._fit_to_env(strict=False)
         self._last_obs = None
         self._rollout = None
@@ -415,7 +429,7 @@ class OffPolicyAlgorithm:
             ValueError: the noise's action dimension differs from the action space's, or (``strict``) a
                 ``VectorizedActionNoise`` was made for another number of envs.
         """
-        if self._last_obs is not None and len(self._last_obs) != self.n_envs:
+        if self._last_obs is not None and obs_len(self._last_obs) != self.n_envs:
             self._last_obs = None  # a checkpoint's observations of another number of envs: start afresh
         noise = self.action_noise
         if noise is None:
@@ -666,15 +680,23 @@ class OffPolicyAlgorithm:
         self._rollout = None
         n = self.n_envs
         rows = np.ones(n, dtype=bool) if rows is None else rows
-        bad_obs = ~_fits_float32(np.reshape(obs, (n, -1))) & rows
+        bad_obs = ~_fits_float32(obs if isinstance(obs, dict) else np.reshape(obs, (n, -1))) & rows
         bad_reward = np.zeros(n, dtype=bool) if rewards is None else ~_fits_float32(rewards) & rows
         bad_final = np.zeros(n, dtype=bool)
         if infos is not None and dones is not None and self._autoreset_mode == AutoresetMode.SAME_STEP:
             for j in np.flatnonzero(dones & rows):
-                bad_final[j] = not _fits_float32([infos["final_obs"][j]])[0]
+                final = infos["final_obs"][j]
+                one = {k: np.asarray(v)[None] for k, v in final.items()} if isinstance(final, dict) else [final]
+                bad_final[j] = not _fits_float32(one)[0]
         i = int(np.flatnonzero(bad_obs | bad_reward | bad_final)[0])
         if bad_obs[i]:
-            what = f"observation {np.array2string(np.asarray(obs[i]), threshold=8)} from {where}"
+            row = obs_rows(obs, i)
+            shown = (
+                {key: np.array2string(np.asarray(value), threshold=8) for key, value in row.items()}
+                if isinstance(row, dict)
+                else np.array2string(np.asarray(row), threshold=8)
+            )
+            what = f"observation {shown} from {where}"
         elif bad_reward[i]:
             what = f"reward ({rewards[i]}) from {where}"
         else:
@@ -689,7 +711,8 @@ class OffPolicyAlgorithm:
 
     def _check_reset_obs(self, obs: np.ndarray, mask: np.ndarray) -> None:
         """Raise `NonFiniteError` if an observation ``reset()`` returned for a ``mask``-ed env is not finite."""
-        if not _all_fit_float32(obs) and not _fits_float32(np.reshape(obs, (self.n_envs, -1)))[mask].all():
+        rows = obs if isinstance(obs, dict) else np.reshape(obs, (self.n_envs, -1))
+        if not _all_fit_float32(obs) and not _fits_float32(rows)[mask].all():
             self._raise_non_finite(obs, None, where="reset()", rows=mask)
 
     def _reset_ended_envs(self) -> None:
@@ -708,7 +731,7 @@ class OffPolicyAlgorithm:
             stats.episode_start_times[mask] = time.perf_counter()
             stats.prev_dones[mask] = False
         self._check_reset_obs(reset_obs, mask)
-        self._last_obs = np.where(mask.reshape(-1, *([1] * (reset_obs.ndim - 1))), reset_obs, self._last_obs)
+        self._last_obs = obs_where(mask, reset_obs, self._last_obs)
         self._needs_reset = np.zeros(self.n_envs, dtype=bool)
 
     def _sample_action(self, obs: np.ndarray) -> np.ndarray:
@@ -742,25 +765,30 @@ class OffPolicyAlgorithm:
         valid = np.ones(self.n_envs, dtype=bool)
         mode = self._autoreset_mode
         if mode == AutoresetMode.SAME_STEP and dones.any():
-            next_obs = new_obs.copy()
+            next_obs = obs_copy(new_obs)
             for i in np.flatnonzero(dones):
-                next_obs[i] = infos["final_obs"][i]
+                obs_set_row(next_obs, i, infos["final_obs"][i])
         elif mode == AutoresetMode.NEXT_STEP:
             valid = ~self._needs_reset
             self._needs_reset = dones.copy()
         elif mode == AutoresetMode.DISABLED:
             self._needs_reset = dones.copy()
+        # HER with copy_info_dict stores each transition's info dict for compute_reward.
+        extra = {"infos": per_env_infos(infos, self.n_envs)} if getattr(self.replay_buffer, "copy_info_dict", 0) else {}
         if valid.all():
-            self.replay_buffer.add(obs, next_obs, actions, rewards, terminated, truncated)
+            self.replay_buffer.add(obs, next_obs, actions, rewards, terminated, truncated, **extra)
         elif valid.any():
+            if extra:
+                extra["infos"] = [info for info, ok in zip(extra["infos"], valid) if ok]
             self.replay_buffer.add(
-                obs[valid],
-                next_obs[valid],
+                obs_rows(obs, valid),
+                obs_rows(next_obs, valid),
                 actions[valid],
                 rewards[valid],
                 terminated[valid],
                 truncated[valid],
                 env_indices=np.flatnonzero(valid),
+                **extra,
             )
         self._last_obs = new_obs
         return valid
@@ -909,16 +937,19 @@ class OffPolicyAlgorithm:
             raise TypeError(
                 "observation is an (obs, info) tuple: pass only the observation, e.g. obs, info = env.reset()"
             )
-        obs = np.asarray(observation, dtype=np.float32)
-        obs_shape = self.observation_space.shape
-        single = obs.shape == obs_shape
-        if not single and obs.shape[1:] != obs_shape:
-            raise ValueError(f"observation has shape {obs.shape}; expected {obs_shape} or (batch, *{obs_shape})")
-        batch = obs.reshape(-1, *obs_shape)
+        if isinstance(self.observation_space, spaces.Dict):
+            batch, single = dict_obs_batch(observation, self.observation_space)
+        else:
+            obs = np.asarray(observation, dtype=np.float32)
+            obs_shape = self.observation_space.shape
+            single = obs.shape == obs_shape
+            if not single and obs.shape[1:] != obs_shape:
+                raise ValueError(f"observation has shape {obs.shape}; expected {obs_shape} or (batch, *{obs_shape})")
+            batch = obs.reshape(-1, *obs_shape)
         actions = self.policy.actor_numpy(batch)
         if not deterministic and self.action_noise is not None:
-            actions = np.clip(actions + self._draw_noise(len(batch)), -1.0, 1.0, dtype=np.float32)
-        env_actions = self.policy.unscale_action(actions.reshape(len(batch), *self.action_space.shape))
+            actions = np.clip(actions + self._draw_noise(len(actions)), -1.0, 1.0, dtype=np.float32)
+        env_actions = self.policy.unscale_action(actions.reshape(len(actions), *self.action_space.shape))
         return (env_actions[0, ...] if single else env_actions), None  # [0, ...]: an array even for shape ()
 
     # ------------------------------------------------------------------ Stable-Baselines3 aliases

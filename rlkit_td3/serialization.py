@@ -28,6 +28,7 @@ import json
 import os
 import tempfile
 import zipfile
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -109,10 +110,17 @@ def _float_list(array: np.ndarray) -> list[Any]:
     return [float(x) if np.isfinite(x) else ("inf" if x > 0 else "-inf") for x in array.ravel()]
 
 
+MAX_DICT_SPACE_KEYS = 64
+"""Most entries a saved ``Dict`` observation space may have."""
+
+
 def space_to_dict(space: spaces.Space) -> dict[str, Any]:
-    """JSON description of a Box space (the only kind the algorithms accept)."""
+    """JSON description of a Box space, or of a Dict of Box spaces (``{"type": "Dict", "spaces": [[key, box],
+    ...]}``, in the Dict's order): the kinds the algorithms accept."""
+    if isinstance(space, spaces.Dict) and all(isinstance(sub, spaces.Box) for sub in space.spaces.values()):
+        return {"type": "Dict", "spaces": [[key, space_to_dict(sub)] for key, sub in space.spaces.items()]}
     if not isinstance(space, spaces.Box):
-        raise TypeError(f"only Box spaces can be saved, got {space!r}")
+        raise TypeError(f"only Box spaces and Dicts of Box spaces can be saved, got {space!r}")
     return {
         "type": "Box",
         "shape": list(space.shape),
@@ -122,9 +130,21 @@ def space_to_dict(space: spaces.Space) -> dict[str, Any]:
     }
 
 
-def space_from_dict(spec: dict[str, Any]) -> spaces.Box:
-    """Rebuild a Box from `space_to_dict()` output."""
+def space_from_dict(spec: dict[str, Any]) -> spaces.Box | spaces.Dict:
+    """Rebuild a Box, or a Dict of Box spaces, from `space_to_dict()` output."""
     try:
+        if spec["type"] == "Dict":
+            entries = spec["spaces"]
+            if not isinstance(entries, list) or not 0 < len(entries) <= MAX_DICT_SPACE_KEYS:
+                raise ModelFileError(f"a Dict space must list 1 to {MAX_DICT_SPACE_KEYS} entries")
+            keys = [entry[0] if isinstance(entry, list) and len(entry) == 2 else None for entry in entries]
+            if not all(isinstance(key, str) for key in keys) or len(set(keys)) != len(keys):
+                raise ModelFileError("a Dict space's entries must be [key, space] pairs with distinct str keys")
+            subs = [entry[1] for entry in entries]
+            if not all(isinstance(sub, dict) and sub.get("type") == "Box" for sub in subs):
+                raise ModelFileError("a Dict space's entries must be Box spaces")
+            # in the saved order (gymnasium sorts the keys of a plain dict, not of an OrderedDict)
+            return spaces.Dict(OrderedDict((key, space_from_dict(sub)) for key, sub in zip(keys, subs)))
         if spec["type"] != "Box":
             raise ModelFileError(f"unsupported space type {spec['type']!r}")
         dtype = np.dtype(spec["dtype"])
@@ -142,6 +162,8 @@ def spaces_equal(a: spaces.Space, b: spaces.Space) -> bool:
     """Same type, shape and bounds (dtype differences between float types are tolerated)."""
     if type(a) is not type(b) or a.shape != b.shape:
         return False
+    if isinstance(a, spaces.Dict):
+        return list(a.spaces) == list(b.spaces) and all(spaces_equal(a[key], b[key]) for key in a.spaces)
     if isinstance(a, spaces.Box):
         return bool(np.array_equal(a.low, b.low) and np.array_equal(a.high, b.high))
     return a == b

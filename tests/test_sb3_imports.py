@@ -30,7 +30,9 @@ SB3_IMPORTS = [
     ("rlkit_td3.running_mean_std", ["RunningMeanStd"]),
     ("rlkit_td3.utils", ["set_random_seed", "polyak_update", "get_linear_fn", "constant_fn", "get_schedule_fn"]),
     ("rlkit_td3.utils", ["safe_mean", "get_device"]),
-    ("rlkit_td3.buffers", ["ReplayBuffer"]),
+    ("rlkit_td3.buffers", ["ReplayBuffer", "DictReplayBuffer"]),
+    ("rlkit_td3", ["HerReplayBuffer"]),
+    ("rlkit_td3.her", ["HerReplayBuffer", "GoalSelectionStrategy"]),
     ("rlkit_td3.policies", ["MlpPolicy", "CnnPolicy", "MultiInputPolicy"]),
 ]
 

@@ -1,5 +1,6 @@
 """Replay buffers. Custom buffers subclass `ReplayBuffer` and keep its constructor signature."""
 
+from rlkit_td3.buffers.dict_replay_buffer import DictReplayBuffer, DictReplayBufferSamples
 from rlkit_td3.buffers.n_step import NStepReplayBuffer, NStepReplayBufferSamples
 from rlkit_td3.buffers.prioritized import LAPReplayBuffer, PrioritizedReplayBuffer, PrioritizedReplayBufferSamples
 from rlkit_td3.buffers.replay_buffer import ReplayBuffer, ReplayBufferSamples
@@ -9,6 +10,7 @@ BUFFER_REGISTRY: dict[str, type[ReplayBuffer]] = {
     "NStepReplayBuffer": NStepReplayBuffer,
     "PrioritizedReplayBuffer": PrioritizedReplayBuffer,
     "LAPReplayBuffer": LAPReplayBuffer,
+    "DictReplayBuffer": DictReplayBuffer,
 }
 """Buffer classes a saved model may name; add your own with `register_buffer()`."""
 
@@ -22,6 +24,8 @@ def register_buffer(name: str, cls: type[ReplayBuffer]) -> None:
 
 __all__ = [
     "BUFFER_REGISTRY",
+    "DictReplayBuffer",
+    "DictReplayBufferSamples",
     "LAPReplayBuffer",
     "NStepReplayBuffer",
     "NStepReplayBufferSamples",

@@ -25,13 +25,18 @@ FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 def _fits_float32(values: Any) -> np.ndarray:
     """Per row of ``values`` (shape ``(n, ...)``): finite, and still finite as float32 (the buffer's and the
-    networks' dtype; a float64 of 1e300 is finite but becomes inf there). NaN compares false, so it fails too."""
+    networks' dtype; a float64 of 1e300 is finite but becomes inf there). NaN compares false, so it fails too.
+    A dict (Dict observations) fits where every key's row fits."""
+    if isinstance(values, dict):
+        return np.logical_and.reduce([_fits_float32(value) for value in values.values()])
     array = np.asarray(values)
     return (np.abs(array) <= FLOAT32_MAX).reshape(len(array), -1).all(axis=1)
 
 
 def _all_fit_float32(values: Any) -> bool:
     """``_fits_float32(values).all()``, fast for the common dtypes (called on every step)."""
+    if isinstance(values, dict):
+        return all(_all_fit_float32(value) for value in values.values())
     array = np.asarray(values)
     kind, size = array.dtype.kind, array.dtype.itemsize
     if kind in "iub" and size <= 8:  # integers (even int64/uint64) and booleans are finite in float32
@@ -77,24 +82,36 @@ class _ObservationCheck(gym.Wrapper):
     def __init__(self, env: gym.Env) -> None:
         super().__init__(env)
         space = env.observation_space
+        # a Dict space: each key's observation is checked against its Box
+        self._spaces = dict(space.spaces) if isinstance(space, spaces.Dict) else None
         self._shape = getattr(space, "shape", None)
-        self._kind = np.dtype(space.dtype).kind if getattr(space, "dtype", None) is not None else None
         self._steps = 0
 
     def _check(self, obs: Any, where: str) -> None:
+        name = self.spec.id if self.spec is not None else type(self.env.unwrapped).__name__
+        if self._spaces is not None:
+            if not isinstance(obs, dict) or set(obs) != set(self._spaces):
+                got = f"keys {sorted(obs)}" if isinstance(obs, dict) else f"a {type(obs).__name__}"
+                raise ValueError(
+                    f"{name} returned an observation with {got} from {where}; its observation_space is a Dict "
+                    f"with keys {sorted(self._spaces)}"
+                )
+            for key, space in self._spaces.items():
+                self._check_array(obs[key], space, where, name, f"observation[{key!r}]", f"observation_space[{key!r}]")
+            return
         if self._shape is None:
             return
-        array = np.asarray(obs)
-        if array.shape != self._shape or (array.dtype.kind != self._kind and not self._compatible(array.dtype)):
-            name = self.spec.id if self.spec is not None else type(self.env.unwrapped).__name__
-            raise ValueError(
-                f"{name} returned an observation of shape {array.shape} and dtype {array.dtype} from {where}; "
-                f"its observation_space has shape {self._shape} and dtype {self.observation_space.dtype}"
-            )
+        self._check_array(obs, self.observation_space, where, name, "an observation", "observation_space")
 
-    def _compatible(self, dtype: np.dtype) -> bool:
-        # integers and booleans fit a float space; nothing else mixes
-        return self._kind == "f" and dtype.kind in "iub"
+    def _check_array(self, obs: Any, space: spaces.Space, where: str, name: str, what: str, label: str) -> None:
+        array = np.asarray(obs)
+        shape, kind = getattr(space, "shape", None), np.dtype(space.dtype).kind
+        if array.shape != shape or (array.dtype.kind != kind and not (kind == "f" and array.dtype.kind in "iub")):
+            # integers and booleans fit a float space; nothing else mixes
+            raise ValueError(
+                f"{name} returned {what} of shape {array.shape} and dtype {array.dtype} from {where}; "
+                f"its {label} has shape {shape} and dtype {space.dtype}"
+            )
 
     def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
         obs, info = self.env.reset(**kwargs)
