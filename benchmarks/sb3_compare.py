@@ -1,0 +1,230 @@
+"""rlkit_td3 against Stable-Baselines3 on one env, several seeds, one evaluation protocol: a resumable sweep.
+
+Each run trains one library's TD3 (or DDPG) with the RL Zoo settings of the env (``--preset zoo``, from
+``rlkit_td3/experiments/presets.toml``; the zoo's ``hyperparameters/td3.yml``) and evaluates it every
+``--eval-every`` steps on a separate env: ``--eval-episodes`` deterministic episodes, the same loop for both
+libraries (``evaluate`` below: ``model.predict(obs, deterministic=True)`` on a plain gymnasium env, the
+eval env reset with seed ``10_000 + seed`` once, then unseeded resets). Both libraries build their training env
+with ``gym.make(env_id)`` on the ids ``import rlkit_td3`` registers.
+
+Runs are interleaved (seed 0: rlkit_td3 then SB3, seed 1: ...), so a partial sweep is still a fair
+comparison. Each run appends its evaluations to ``<out>/runs/<lib>_<algo>_s<seed>.csv`` as it goes and writes
+``.done`` when finished; re-running the command skips finished runs and restarts unfinished ones from step 0
+(SB3 cannot resume exactly; restarting both keeps the protocol identical). ``--summarize`` (also run at the end)
+writes ``<out>/results.csv`` (one row per evaluation), ``<out>/summary.md`` (IQM of each run's last 5
+evaluations, pooled over seeds, with a 95 % stratified-bootstrap CI) and ``<out>/curves.png``.
+
+Usage (1 torch thread per run; run it in the background, it takes hours)::
+
+    OMP_NUM_THREADS=1 python benchmarks/sb3_compare.py --out /work/sweeps/halfcheetah_100k \\
+        --env HalfCheetahBulletEnv-v0 --algos td3 --libs rlkit sb3 --seeds 0 1 2 3 4 --steps 100000
+    python benchmarks/sb3_compare.py --out /work/sweeps/halfcheetah_100k --summarize
+
+The seeds' own experiment (TD3 vs DDPG on Walker2D, rlkit_td3 only)::
+
+    OMP_NUM_THREADS=1 python benchmarks/sb3_compare.py --out /work/sweeps/walker_300k \\
+        --env Walker2DBulletEnv-v0 --algos td3 ddpg --libs rlkit --seeds 0 1 2 --steps 300000
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import platform
+import time
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+import rlkit_td3  # noqa: F401  (registers the PyBullet ids)
+from rlkit_td3.experiments.presets import resolve_config
+from rlkit_td3.experiments.stats import iqm, stratified_bootstrap_ci
+from rlkit_td3.noise import NormalActionNoise
+
+FIELDS = ["lib", "algo", "env", "seed", "timesteps", "mean_return", "std_return", "wall_s"]
+LAST_EVALS = 5
+
+
+def evaluate(model: Any, env: gym.Env, episodes: int) -> tuple[float, float]:
+    """Mean and std of ``episodes`` deterministic episode returns (the same loop for both libraries)."""
+    returns = []
+    for _ in range(episodes):
+        obs, _ = env.reset()
+        done, total = False, 0.0
+        while not done:
+            action, _ = model.predict(obs, deterministic=True)
+            obs, reward, terminated, truncated, _ = env.step(action)
+            total += float(reward)
+            done = terminated or truncated
+        returns.append(total)
+    return float(np.mean(returns)), float(np.std(returns))
+
+
+def _settings(algo: str, env_id: str) -> dict[str, Any]:
+    hp = resolve_config(algo, env_id, "zoo")["hyperparameters"]
+    if hp["noise_type"] != "normal":
+        raise SystemExit(f"this script builds Gaussian exploration noise only; the preset has {hp['noise_type']!r}")
+    return hp
+
+
+def _constructor_kwargs(hp: dict[str, Any], algo: str, dim: int, noise_cls: type) -> dict[str, Any]:
+    """The same constructor keywords for both libraries (SB3's names; rlkit_td3 takes them unchanged)."""
+    kwargs = {
+        key: hp[key]
+        for key in ("learning_rate", "buffer_size", "learning_starts", "batch_size", "tau", "gamma")
+        + ("train_freq", "gradient_steps")
+    }
+    if algo == "td3":
+        kwargs.update({key: hp[key] for key in ("policy_delay", "target_policy_noise", "target_noise_clip")})
+    kwargs["action_noise"] = noise_cls(mean=np.zeros(dim), sigma=float(hp["noise_std"]) * np.ones(dim))
+    kwargs["policy_kwargs"] = {"net_arch": list(hp["net_arch"])}
+    return kwargs
+
+
+def make_model(lib: str, algo: str, env_id: str, seed: int) -> Any:
+    """A model of ``lib`` ('rlkit' or 'sb3') with the zoo settings of ``env_id``."""
+    hp = _settings(algo, env_id)
+    env = gym.make(env_id)
+    dim = int(np.prod(env.action_space.shape))
+    if lib == "rlkit":
+        from rlkit_td3 import DDPG, TD3
+
+        cls = TD3 if algo == "td3" else DDPG
+        return cls("MlpPolicy", env, seed=seed, **_constructor_kwargs(hp, algo, dim, NormalActionNoise))
+    import stable_baselines3 as sb3
+    from stable_baselines3.common.noise import NormalActionNoise as SB3Noise
+
+    cls = sb3.TD3 if algo == "td3" else sb3.DDPG
+    return cls("MlpPolicy", env, seed=seed, device="cpu", **_constructor_kwargs(hp, algo, dim, SB3Noise))
+
+
+def run_one(out: Path, lib: str, algo: str, env_id: str, seed: int, steps: int, every: int, episodes: int) -> None:
+    """Train one run, appending an evaluation row every ``every`` steps; ``.done`` marks it finished."""
+    stem = out / "runs" / f"{lib}_{algo}_s{seed}"
+    done_marker = stem.with_suffix(".done")
+    if done_marker.exists():
+        return
+    csv_path = stem.with_suffix(".csv")
+    csv_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(csv_path, "w", newline="") as f:  # an unfinished run restarts from step 0
+        csv.DictWriter(f, FIELDS).writeheader()
+    model = make_model(lib, algo, env_id, seed)
+    eval_env = gym.make(env_id)
+    eval_env.reset(seed=10_000 + seed)
+    start = time.perf_counter()
+    for target in range(every, steps + 1, every):
+        model.learn(every, reset_num_timesteps=target == every)
+        mean, std = evaluate(model, eval_env, episodes)
+        row = dict(lib=lib, algo=algo, env=env_id, seed=seed, timesteps=model.num_timesteps)
+        row.update(mean_return=f"{mean:.3f}", std_return=f"{std:.3f}", wall_s=f"{time.perf_counter() - start:.1f}")
+        with open(csv_path, "a", newline="") as f:
+            csv.DictWriter(f, FIELDS).writerow(row)
+        print(f"{lib:5s} {algo} seed {seed} {model.num_timesteps:7d} steps: {mean:9.1f} ± {std:7.1f}", flush=True)
+    tmp = done_marker.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"seconds": time.perf_counter() - start, "machine": platform.processor()}))
+    os.replace(tmp, done_marker)
+
+
+def _read_runs(out: Path) -> list[dict[str, Any]]:
+    rows = []
+    for path in sorted((out / "runs").glob("*.csv")):
+        finished = path.with_suffix(".done").exists()
+        with open(path, newline="") as f:
+            rows += [dict(r, finished=finished) for r in csv.DictReader(f)]
+    return rows
+
+
+def summarize(out: Path) -> str:
+    """results.csv, summary.md (IQM of the last evaluations with bootstrap CIs) and curves.png."""
+    rows = _read_runs(out)
+    if not rows:
+        return "no evaluations yet"
+    with open(out / "results.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, [*FIELDS, "finished"])
+        writer.writeheader()
+        writer.writerows(rows)
+    groups: dict[tuple[str, str, str], dict[int, list[tuple[int, float]]]] = {}
+    for r in rows:
+        key = (r["env"], r["algo"], r["lib"])
+        groups.setdefault(key, {}).setdefault(int(r["seed"]), []).append((int(r["timesteps"]), float(r["mean_return"])))
+    finished = {(r["env"], r["algo"], r["lib"], int(r["seed"])) for r in rows if r["finished"]}
+    lines = [
+        "| env | algo | library | finished runs | IQM of the last 5 evaluations | 95 % CI | per-seed mean of last 5 |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for (env, algo, lib), seeds in sorted(groups.items()):
+        done = sorted(s for s in seeds if (env, algo, lib, s) in finished)
+        if not done:
+            continue
+        scores = np.array([[v for _, v in sorted(seeds[s])[-LAST_EVALS:]] for s in done])
+        low, high = stratified_bootstrap_ci([scores.ravel()])
+        per_seed = ", ".join(f"s{s}: {scores[i].mean():.0f}" for i, s in enumerate(done))
+        lines.append(
+            f"| {env} | {algo} | {lib} | {len(done)} | {float(iqm(scores.ravel())):.1f} | "
+            f"[{low:.1f}, {high:.1f}] | {per_seed} |"
+        )
+    text = "\n".join(lines) + "\n"
+    (out / "summary.md").write_text(text)
+    _plot(groups, finished, out / "curves.png")
+    return text
+
+
+def _plot(groups: dict, finished: set, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for (env, algo, lib), seeds in sorted(groups.items()):
+        done = [s for s in seeds if (env, algo, lib, s) in finished]
+        if not done:
+            continue
+        curves = np.array([[v for _, v in sorted(seeds[s])] for s in done])
+        steps = np.array([t for t, _ in sorted(seeds[done[0]])])
+        mean = curves.mean(axis=0)
+        label = f"{'rlkit_td3' if lib == 'rlkit' else 'SB3'} {algo.upper()} ({len(done)} seeds)"
+        ax.plot(steps, mean, label=label)
+        if len(done) > 1:
+            ax.fill_between(steps, curves.min(axis=0), curves.max(axis=0), alpha=0.2)
+        ax.set_title(env)
+    ax.set_xlabel("environment steps")
+    ax.set_ylabel("mean deterministic return (band: min-max over seeds)")
+    ax.legend()
+    fig.tight_layout()
+    tmp = path.with_name(path.stem + ".tmp.png")
+    fig.savefig(tmp, dpi=110)
+    plt.close(fig)
+    os.replace(tmp, path)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--env", default="HalfCheetahBulletEnv-v0")
+    parser.add_argument("--algos", nargs="+", default=["td3"], choices=["td3", "ddpg"])
+    parser.add_argument("--libs", nargs="+", default=["rlkit", "sb3"], choices=["rlkit", "sb3"])
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
+    parser.add_argument("--steps", type=int, default=100_000)
+    parser.add_argument("--eval-every", type=int, default=5_000)
+    parser.add_argument("--eval-episodes", type=int, default=10)
+    parser.add_argument("--summarize", action="store_true", help="only write the summary of what has run")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    args.out.mkdir(parents=True, exist_ok=True)
+    if not args.summarize:
+        for seed in args.seeds:
+            for algo in args.algos:
+                for lib in args.libs:
+                    run_one(args.out, lib, algo, args.env, seed, args.steps, args.eval_every, args.eval_episodes)
+                    summarize(args.out)
+    print(summarize(args.out))
+
+
+if __name__ == "__main__":
+    main()
