@@ -308,3 +308,22 @@ def test_ddpg_takes_n_steps_too():
     model = DDPG("MlpPolicy", make_counter(6), n_steps=2, buffer_size=100, batch_size=8, learning_starts=10,
                  policy_kwargs=dict(net_arch=[8]), seed=0).learn(30)  # fmt: skip
     assert model.n_steps == 2 and model.replay_buffer.n_steps == 2 and model._n_updates > 0
+
+
+@pytest.mark.parametrize("optimize", [False, True])
+def test_image_observations_are_stored_uint8_and_sampled_as_float32(optimize):
+    image = spaces.Box(0, 255, shape=(3, 8, 8), dtype=np.uint8)
+    action = spaces.Box(-1.0, 1.0, shape=(1,), dtype=np.float32)
+    buffer = NStepReplayBuffer(16, image, action, n_steps=3, gamma=0.9, seed=0, optimize_memory_usage=optimize)
+    rng = np.random.default_rng(0)
+    frames = rng.integers(0, 256, size=(7, 3, 8, 8), dtype=np.uint8)
+    for t in range(6):
+        buffer.add(frames[t : t + 1], frames[t + 1 : t + 2], np.zeros((1, 1)), np.ones(1), [False], [False])
+    assert buffer.observations.dtype == np.uint8
+    batch = buffer.sample(32)
+    assert batch.observations.dtype == batch.next_observations.dtype == torch.float32
+    stored = {frames[t].tobytes(): t for t in range(7)}
+    for obs, next_obs, discount in zip(batch.observations, batch.next_observations, batch.discounts):
+        t = stored[obs.numpy().astype(np.uint8).tobytes()]
+        k = stored[next_obs.numpy().astype(np.uint8).tobytes()] - t
+        assert 1 <= k <= 3 and discount.item() == pytest.approx(0.9**k)

@@ -176,15 +176,13 @@ class NStepReplayBuffer(ReplayBuffer):
         return last, returns, length
 
     def _get_samples(self, idx: np.ndarray) -> NStepReplayBufferSamples:
-        def to_tensor(array: np.ndarray) -> torch.Tensor:
-            return torch.from_numpy(array).to(self.device, non_blocking=True)
-
+        to_tensor = self._to_tensor
         last, returns, length = self._window(idx)
         discounts = (self.gamma ** length.astype(np.float64)).astype(np.float32)
         return NStepReplayBufferSamples(
-            observations=to_tensor(self.observations[idx]),
+            observations=self._obs_tensor(self.observations[idx]),
             actions=to_tensor(self.actions[idx]),
-            next_observations=to_tensor(self._next_observations_of(last)),
+            next_observations=self._obs_tensor(self._next_observations_of(last)),
             rewards=to_tensor(returns.astype(np.float32)),
             terminated=to_tensor(self.terminated[last].astype(np.float32)),
             truncated=to_tensor(self.truncated[last].astype(np.float32)),

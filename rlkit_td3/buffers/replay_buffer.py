@@ -285,13 +285,15 @@ class ReplayBuffer:
                     next_obs[i] = final
         return next_obs
 
+    def _to_tensor(self, array: np.ndarray) -> torch.Tensor:
+        return torch.from_numpy(array).to(self.device, non_blocking=True)
+
+    def _obs_tensor(self, array: np.ndarray) -> torch.Tensor:
+        """Observations as float32 tensors (uint8 images travel to the device as uint8, then become float32)."""
+        return self._to_tensor(array).float()
+
     def _get_samples(self, idx: np.ndarray) -> ReplayBufferSamples:
-        def to_tensor(array: np.ndarray) -> torch.Tensor:
-            return torch.from_numpy(array).to(self.device, non_blocking=True)
-
-        def obs_tensor(array: np.ndarray) -> torch.Tensor:  # uint8 images travel as uint8, then become float32
-            return to_tensor(array).float()
-
+        to_tensor, obs_tensor = self._to_tensor, self._obs_tensor
         return ReplayBufferSamples(
             observations=obs_tensor(self.observations[idx]),
             actions=to_tensor(self.actions[idx]),
