@@ -104,8 +104,9 @@ def _mlp(in_dim: int, hidden: Sequence[int], out_dim: int, activation_fn: type[n
 
 
 class ScaleImages(nn.Module):
-    """Preprocessing of a `Box` observation batch before the features extractor: a cast to float, and a
-    division by 255 for images when the policy normalises them (TorchScript-compatible, no parameters)."""
+    """Preprocessing of a `Box` observation batch before the features extractor: integer batches are cast to
+    float32 (and divided by 255 for images when the policy normalises them); floating batches pass unchanged
+    (TorchScript-compatible, no parameters)."""
 
     __constants__ = ["scale"]
 
@@ -116,7 +117,8 @@ class ScaleImages(nn.Module):
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         if self.scale:
             return obs.float() / 255.0
-        return obs.float()
+        # Floating batches keep their dtype, so a policy cast with ``.double()`` runs in float64 end to end.
+        return obs if obs.is_floating_point() else obs.float()
 
 
 class PreprocessDict(nn.Module):
