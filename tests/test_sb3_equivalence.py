@@ -122,9 +122,9 @@ def _run_pair(algo: str, monkeypatch, our_gamma: float | None = None, delay_shif
         lambda b: SB3Samples(b["obs"], b["actions"], b["next_obs"], b["terminated"][:, None], b["rewards"][:, None])
     )(next(sb3_iter))
     our_iter = iter(batches)
-    not_truncated = torch.zeros(BATCH, dtype=torch.float64)
+    zeros = torch.zeros(BATCH, dtype=torch.float64)  # no truncation flags: the update does not read them
     ours.replay_buffer.sample = lambda batch_size: (
-        lambda b: ReplayBufferSamples(b["obs"], b["actions"], b["next_obs"], b["rewards"], b["terminated"], not_truncated)
+        lambda b: ReplayBufferSamples(b["obs"], b["actions"], b["next_obs"], b["rewards"], b["terminated"], zeros)
     )(next(our_iter))
 
     with monkeypatch.context() as patch:
