@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -534,3 +536,20 @@ def test_render_human_delegates_to_the_envs_and_get_images_needs_rgb():
         venv.get_images()
     with pytest.warns(UserWarning, match="no render_mode"):
         assert DummyVecEnv([SeededEnv]).render() is None
+
+
+def test_an_unclosed_subproc_vec_env_that_rendered_does_not_hang_the_exit(tmp_path):
+    # SB3's examples render a SubprocVecEnv and never close it. pygame's SDL catches SIGTERM in a worker that
+    # rendered, so the terminate() multiprocessing sends daemon workers at exit must still end them.
+    script = tmp_path / "unclosed.py"
+    script.write_text(
+        "import gymnasium as gym\n"
+        "from rlkit_td3.vec_env import SubprocVecEnv\n"
+        "if __name__ == '__main__':\n"
+        "    env = SubprocVecEnv([lambda: gym.make('Pendulum-v1', render_mode='rgb_array') for _ in range(2)])\n"
+        "    env.reset()\n"
+        "    assert env.render().ndim == 3\n"
+        "    print('rendered', flush=True)\n"
+    )
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=90, cwd=tmp_path)
+    assert result.returncode == 0 and "rendered" in result.stdout, result.stderr[-2000:]

@@ -8,6 +8,7 @@ to the caller as a ``RuntimeError`` holding the worker's traceback (SB3's worker
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 import traceback
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
@@ -61,6 +62,10 @@ def _handle(env: gym.Env, command: str, data: Any) -> Any:
 def _worker(remote: Connection, parent_remote: Connection, env_fn: CloudpickleWrapper, index: int) -> None:
     """Serve one env: answer ``(command, data)`` with ``(True, result)`` or ``(False, traceback text)``."""
     parent_remote.close()
+    # SDL (pygame, which renders classic-control envs) otherwise catches SIGTERM on its first render, and the
+    # worker would ignore the terminate() multiprocessing sends daemon processes at exit: an unclosed
+    # SubprocVecEnv that had rendered would hang the interpreter's exit.
+    os.environ.setdefault("SDL_NO_SIGNAL_HANDLERS", "1")
     try:
         env = _check_env(env_fn.var(), index)
     except Exception:  # noqa: BLE001 - sent back to the parent, which raises it
