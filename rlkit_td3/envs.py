@@ -207,6 +207,17 @@ class _BulletEnvMixin:
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
         return super().step(np.asarray(action, dtype=np.float64))  # type: ignore[misc]
 
+    def camera_adjust(self) -> None:
+        """Move the GUI's debug camera (``render_mode="human"`` only).
+
+        The port calls this on every render; it reads and resets the debug visualizer camera, which only a GUI
+        shows. pybullet 3.2.7's ``getDebugVisualizerCamera`` fails for every client once client 0 has been
+        disconnected, so an ``rgb_array`` env rendered after another Bullet env was closed raised "Not connected
+        to physics server". The ``rgb_array`` image does not depend on it.
+        """
+        if self.render_mode == "human":  # type: ignore[attr-defined]
+            super().camera_adjust()  # type: ignore[misc]
+
     @property
     def np_random(self) -> np.random.Generator:
         """The env's generator, which the robot shares (it draws the initial joint positions from it)."""

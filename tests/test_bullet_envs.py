@@ -246,3 +246,17 @@ def test_a_generator_set_from_outside_drives_the_robots_resets():
 
     assert np.array_equal(reset_with(5), reset_with(5))
     assert not np.array_equal(reset_with(5), reset_with(6))
+
+
+@pytest.mark.parametrize("first_id", ["HopperBulletEnv-v0", "ReacherBulletEnv-v0"])
+def test_an_env_renders_after_another_bullet_env_was_closed(first_id):
+    first = gymnasium.make(first_id, render_mode="rgb_array")
+    first.reset(seed=0)
+    second = gymnasium.make("HalfCheetahBulletEnv-v0", render_mode="rgb_array")
+    second.reset(seed=0)
+    before = second.render()
+    first.close()  # disconnects its physics client, the first one this process made
+    after = second.render()
+    assert before.shape == after.shape == (240, 320, 3)
+    np.testing.assert_array_equal(before, after)  # same state, same frame: the debug camera never mattered
+    second.close()
