@@ -48,6 +48,8 @@ import numpy as np
 import pybullet_envs_gymnasium  # noqa: F401  (registers the Bullet ids with gymnasium)
 from gymnasium.envs.registration import registry
 
+from rlkit_td3.bit_flipping_env import BitFlippingEnv as BitFlippingEnv  # SB3's common.envs name, for HER
+
 BULLET_ENV_IDS: tuple[str, ...] = (
     "InvertedPendulumBulletEnv-v0",
     "InvertedDoublePendulumBulletEnv-v0",

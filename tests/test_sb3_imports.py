@@ -34,6 +34,8 @@ SB3_IMPORTS = [
     ("rlkit_td3", ["HerReplayBuffer"]),
     ("rlkit_td3.her", ["HerReplayBuffer", "GoalSelectionStrategy"]),
     ("rlkit_td3.policies", ["MlpPolicy", "CnnPolicy", "MultiInputPolicy"]),
+    ("rlkit_td3.policies", ["BasePolicy"]),
+    ("rlkit_td3.envs", ["BitFlippingEnv"]),
 ]
 
 

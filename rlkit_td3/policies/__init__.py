@@ -12,6 +12,11 @@ from rlkit_td3.policies.td3_policy import (
 
 MlpPolicy = TD3Policy
 
+BasePolicy = TD3Policy
+"""SB3's name for the base of its policies (used in type hints, e.g. SB3's ONNX export recipe). Every rlkit_td3
+policy (MlpPolicy, CnnPolicy, MultiInputPolicy, a registered subclass) is a `TD3Policy`, so the two names are one
+class here."""
+
 POLICY_ALIASES: dict[str, type[TD3Policy]] = {
     "MlpPolicy": TD3Policy,
     "CnnPolicy": CnnPolicy,
