@@ -4,7 +4,7 @@
 fills one from a model and a model from one (``save``, ``load``), moves weights in and out (``get_parameters``,
 ``set_parameters``) and saves and restores everything a run's future depends on (counters, random generators, the
 envs' generators, the rollout in flight), which is what makes ``learn`` after ``load`` continue a run exactly.
-``OffPolicyAlgorithm``'s public methods of the same names call these functions with the model.
+``BaseAlgorithm``'s public methods of the same names call these functions with the model.
 """
 
 from __future__ import annotations
@@ -162,7 +162,7 @@ def _parameter_objects(model: Any) -> dict[str, torch.nn.Module | torch.optim.Op
 
 
 def get_parameters(model: Any) -> dict[str, dict[str, Any]]:
-    """The body of `OffPolicyAlgorithm.get_parameters()`: copies of the policy's and optimizers' state dicts."""
+    """The body of `BaseAlgorithm.get_parameters()`: copies of the policy's and optimizers' state dicts."""
     return {name: copy.deepcopy(obj.state_dict()) for name, obj in _parameter_objects(model).items()}
 
 
@@ -172,7 +172,7 @@ def set_parameters(
     exact_match: bool = True,
     device: torch.device | str = "auto",
 ) -> None:
-    """The body of `OffPolicyAlgorithm.set_parameters()`: check everything given, then load it all or nothing."""
+    """The body of `BaseAlgorithm.set_parameters()`: check everything given, then load it all or nothing."""
     if isinstance(load_path_or_dict, dict):
         params = load_path_or_dict
     elif isinstance(load_path_or_dict, (str, os.PathLike)):
@@ -289,7 +289,7 @@ def _schedule_entry(model: Any, name: str, schedule: Schedule | None, pickled: d
 
 
 def save(model: Any, path: str | os.PathLike[str], include_buffer: bool = False) -> None:
-    """The body of `OffPolicyAlgorithm.save()`: write ``model`` to one zip file, atomically."""
+    """The body of `BaseAlgorithm.save()`: write ``model`` to one zip file, atomically."""
     if include_buffer:
         problem = _exact_resume_problem(model)
         if problem is not None:
@@ -614,7 +614,7 @@ def load(
     allow_pickle: bool = False,
     **kwargs: Any,
 ) -> Any:
-    """The body of `OffPolicyAlgorithm.load()`: a ``cls`` model built from the file at ``path``.
+    """The body of `BaseAlgorithm.load()`: a ``cls`` model built from the file at ``path``.
 
     ``base`` is the class whose constructor checks the file's hyperparameters (``OffPolicyAlgorithm``: an
     algorithm subclass fixes some of them in its own constructor).

@@ -302,3 +302,65 @@ __all__ = [
     "VectorizedActionNoise",
     "noise_from_dict",
 ]
+
+
+def draw_noise(noise: ActionNoise, batch_size: int, action_space: Any) -> np.ndarray:
+    """Exploration noise for ``batch_size`` rows of actions, shape ``(batch_size, action_dim)``.
+
+    One draw per row: when ``batch_size`` is the number of envs a `VectorizedActionNoise` gives its per-env
+    copies; otherwise row ``i`` comes from copy ``i % n_envs`` (a single-env noise: from the noise itself).
+
+    Raises:
+        ValueError: the noise returns a sample of another size than ``action_space``'s.
+    """
+    action_dim = int(np.prod(action_space.shape))
+    vectorized = isinstance(noise, VectorizedActionNoise)
+    if vectorized and batch_size == noise.n_envs:
+        sample = np.asarray(noise())
+    elif not vectorized and batch_size == 1:
+        sample = np.reshape(noise(), (1, -1))
+    else:
+        copies = noise.noises if vectorized else [noise]
+        sample = np.stack([np.reshape(copies[i % len(copies)](), -1) for i in range(batch_size)])
+    if sample.shape != (batch_size, action_dim):
+        raise ValueError(
+            f"action_noise returned samples of shape {sample.shape}, for {batch_size} row(s) of actions; the "
+            f"action space {action_space} needs ({batch_size}, {action_dim})"
+        )
+    return sample
+
+
+def fit_noise_to_envs(
+    noise: ActionNoise, action_space: Any, n_envs: int, seed: int | None, strict: bool
+) -> ActionNoise:
+    """``noise`` checked against ``action_space`` and fitted to ``n_envs`` envs.
+
+    ``strict`` (a model being built): a `VectorizedActionNoise` for another number of envs is the caller's
+    mistake. Otherwise (the env changed: ``set_env``, ``load(env=...)``) a vectorized noise is resized, keeping
+    the copies of the envs that remain and seeding fresh ones from ``seed``; a single-env noise becomes a
+    vectorized one whose first copy is the noise as it stands.
+
+    Raises:
+        ValueError: the noise's dimension differs from the action space's, or (``strict``) a vectorized noise
+            was made for another number of envs.
+    """
+    base = noise.base_noise if isinstance(noise, VectorizedActionNoise) else noise
+    mean = getattr(base, "mean", None)
+    action_dim = int(np.prod(action_space.shape))
+    if isinstance(mean, np.ndarray) and mean.size != action_dim:
+        raise ValueError(
+            f"action_noise has {mean.size} dimension(s) (its mean has shape {mean.shape}); the action space "
+            f"{action_space} has {action_dim}"
+        )
+    if isinstance(noise, VectorizedActionNoise) and noise.n_envs != n_envs:
+        if strict:
+            raise ValueError(
+                f"action_noise is a VectorizedActionNoise for n_envs={noise.n_envs}; the env has "
+                f"n_envs={n_envs} (pass the single-env noise: the model vectorizes it)"
+            )
+        return noise.resized(n_envs, seed=seed)
+    if not isinstance(noise, VectorizedActionNoise) and n_envs > 1:
+        vectorized = VectorizedActionNoise(noise, n_envs, seed=seed)
+        vectorized.noises[0] = noise  # the first env carries on with the noise as it stands
+        return vectorized
+    return noise

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -19,7 +18,7 @@ import torch
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 
-from rlkit_td3 import checkpoint, sb3_import
+from rlkit_td3.base_class import BaseAlgorithm
 from rlkit_td3.buffers import (
     DictReplayBuffer,
     NStepReplayBuffer,
@@ -28,50 +27,39 @@ from rlkit_td3.buffers import (
     ReplayBuffer,
     ReplayBufferSamples,
 )
-from rlkit_td3.buffers.dict_replay_buffer import check_dict_space
 from rlkit_td3.callbacks import MaybeCallback, convert_callback
-from rlkit_td3.dict_obs import dict_obs_batch, obs_copy, obs_len, obs_rows, obs_set_row, obs_where
+from rlkit_td3.dict_obs import obs_copy, obs_rows, obs_set_row, obs_where
 from rlkit_td3.her import HerReplayBuffer, per_env_infos
-from rlkit_td3.logger import Logger, configure
-from rlkit_td3.noise import ActionNoise, NormalActionNoise, VectorizedActionNoise
+from rlkit_td3.noise import ActionNoise, NormalActionNoise, VectorizedActionNoise, draw_noise
 from rlkit_td3.optim import MOMENT_FLUSH_EVERY, flush_tiny_moments, optimizer_step, zero_grad
-from rlkit_td3.policies import POLICY_ALIASES, TD3Policy, get_policy_class
+from rlkit_td3.policies import POLICY_ALIASES, TD3Policy
 from rlkit_td3.policies.td3_policy import python_scalars
 from rlkit_td3.schedules import (
     ScheduleLike,
     as_schedule,
 )
-from rlkit_td3.serialization import spaces_equal
 from rlkit_td3.utils import (
     NonFiniteError,
     _check_float,
     _check_int,
-    _latest_run_id,
     _parse_train_freq,
-    get_device,
 )
-from rlkit_td3.vec_env.base_vec_env import VecEnv
-from rlkit_td3.vec_env.gymnasium_bridge import GymnasiumVecEnv
 from rlkit_td3.vec_env.training_env import (
-    FLOAT32_MAX,
     _all_fit_float32,
     _fits_float32,
-    _TrainingEnvView,
-    as_training_env,
-    check_action_space,
-    env_name,
     episode_statistics,
-    find_vec_normalize,
+    non_finite_error,
 )
-from rlkit_td3.vec_env.vec_normalize import VecNormalize
 
 DEFAULT_NOISE_SIGMA = 0.1
 """σ of the default Gaussian exploration noise, in normalised units (TD3 paper, sfujim/TD3, RL Zoo)."""
 
 
-class OffPolicyAlgorithm:
-    """Abstract base of TD3 and DDPG: warm-up, exploration, replay, the update loop, callbacks,
-    logging, seeding, devices and save/load.
+class OffPolicyAlgorithm(BaseAlgorithm):
+    """Abstract base of TD3 and DDPG: warm-up, exploration, replay, the update loop and the update.
+
+    What every model has around the loop (the env, the logger, ``predict``, parameters, save/load) comes from
+    `rlkit_td3.base_class.BaseAlgorithm`.
 
     Do not instantiate it directly: use `TD3` or `DDPG`, or subclass
     it and pass the three switches (``policy_delay``, ``target_policy_noise``/``target_noise_clip``
@@ -113,9 +101,6 @@ class OffPolicyAlgorithm:
         verbose: 0 silent, 1 prints a training table every ``log_interval`` episodes.
         seed: seeds torch, the buffer's sampler, the noise, the warm-up actions and the env's first reset.
         device: ``"auto"``, ``"cpu"``, ``"cuda"``, ...
-    Attributes:
-        torch_num_threads: the torch intra-op thread count ``learn`` trains at; ``None`` (the default) leaves the
-            caller's setting. `load()` sets it to the count the saved run trained at, which exact resume needs.
     """
 
     policy_aliases: ClassVar[dict[str, type[TD3Policy]]] = POLICY_ALIASES
@@ -152,8 +137,6 @@ class OffPolicyAlgorithm:
     ) -> None:
         if type(self) is OffPolicyAlgorithm:
             raise TypeError("OffPolicyAlgorithm is abstract: use TD3 or DDPG, or subclass it")
-        self.policy_class = get_policy_class(policy)
-        self.learning_rate = as_schedule(learning_rate, "learning_rate")
         self.actor_learning_rate = (
             None if actor_learning_rate is None else as_schedule(actor_learning_rate, "actor_learning_rate")
         )
@@ -200,71 +183,24 @@ class OffPolicyAlgorithm:
         if not isinstance(optimize_memory_usage, (bool, np.bool_)):
             raise TypeError(f"optimize_memory_usage must be a bool, got {optimize_memory_usage!r}")
         self.optimize_memory_usage = bool(optimize_memory_usage)
-        if policy_kwargs is not None and not isinstance(policy_kwargs, dict):
-            raise TypeError(f"policy_kwargs must be a dict, got {policy_kwargs!r}")
-        self.policy_kwargs = python_scalars(dict(policy_kwargs or {}))
-        if tensorboard_log is not None and not isinstance(tensorboard_log, (str, os.PathLike)):
-            raise TypeError(f"tensorboard_log must be a folder path or None, got {tensorboard_log!r}")
-        self.tensorboard_log = None if tensorboard_log is None else os.fspath(tensorboard_log)
-        self.verbose = _check_int("verbose", verbose, 0)
-        self.seed = None if seed is None else _check_int("seed", seed, 0)
-        self.device = get_device(device)
-
-        self._venv: VectorEnv | None = None
-        self._env_used_outside = False
-        self.observation_space: spaces.Box | None = None
-        self.action_space: spaces.Box | None = None
-        self.n_envs = 1
-        if env is not None:
-            self._set_env_and_spaces(as_training_env(env))
-        elif _init_setup_model:
-            raise ValueError("env must be given (None is only allowed inside load())")
-
-        self.num_timesteps = 0
-        self._n_updates = 0
-        self._episode_num = 0
-        self._start_timesteps = 0
-        self._total_timesteps = 0
-        self._current_progress_remaining = 1.0
-        self.torch_num_threads: int | None = None
-        self._learn_num_threads: int | None = None
+        super().__init__(
+            policy,
+            env,
+            learning_rate,
+            policy_kwargs=policy_kwargs,
+            tensorboard_log=tensorboard_log,
+            verbose=verbose,
+            seed=seed,
+            device=device,
+            _init_setup_model=_init_setup_model,
+        )
         self._pending_reset_step = False
-        self._last_obs: np.ndarray | None = None
-        self._rollout: dict[str, int] | None = None
         self._env_seeded = False
-        self.logger: Logger = configure(None, ["stdout"] if self.verbose >= 1 else [])
-        self._custom_logger = False
         if _init_setup_model:
             self._setup_model()
             self._fit_to_env(strict=True)
 
     # ------------------------------------------------------------------ setup
-    def _set_env_and_spaces(self, env: VectorEnv) -> None:
-        obs_space = env.single_observation_space
-        name = env_name(env)
-        if isinstance(obs_space, spaces.Dict):
-            try:
-                check_dict_space(obs_space)
-            except (TypeError, ValueError) as exc:
-                raise type(exc)(f"{name}: {exc}") from exc
-        elif not isinstance(obs_space, spaces.Box):
-            raise TypeError(
-                f"{name}: observation_space must be a gymnasium.spaces.Box (MlpPolicy) or a gymnasium.spaces.Dict "
-                f"of Box spaces (MultiInputPolicy), got {obs_space!r}"
-            )
-        elif int(np.prod(obs_space.shape)) == 0:
-            raise ValueError(f"{name}: observation_space must have at least one element, got shape {obs_space.shape}")
-        try:
-            self.action_space = check_action_space(env.single_action_space)
-        except (TypeError, ValueError) as exc:
-            raise type(exc)(f"{name}: {exc}") from exc
-        self.observation_space = obs_space
-        self._venv = env
-        self.n_envs = env.num_envs
-        self._autoreset_mode = env.metadata.get("autoreset_mode", AutoresetMode.NEXT_STEP)
-        if isinstance(self._autoreset_mode, str):
-            self._autoreset_mode = AutoresetMode(self._autoreset_mode)
-
     def _setup_model(self) -> None:
         """Build the policy, the buffer, the noise and the RNGs from the stored settings."""
         assert self.observation_space is not None and self.action_space is not None
@@ -342,169 +278,7 @@ class OffPolicyAlgorithm:
         self._critic_loss_sum, self._actor_loss_sum = zero.clone(), zero.clone()
         self._n_critic_losses = self._n_actor_losses = 0
 
-    # ------------------------------------------------------------------ env access
-    @property
-    def ep_info_buffer(self) -> list[dict[str, float]]:
-        """The last (up to 100) finished training episodes, oldest first: ``{"r": return, "l": length}``.
-
-        Read from the env's episode-statistics wrapper (see `as_training_env()`), the one source of
-        ``rollout/ep_rew_mean`` and ``rollout/ep_len_mean``.
-        """
-        stats = episode_statistics(self._venv)
-        if stats is None:
-            return []
-        return [{"r": float(r), "l": int(n)} for r, n in zip(stats.return_queue, stats.length_queue)]
-
-    @property
-    def env(self) -> VecEnv | None:
-        """The training env as a Stable-Baselines3 ``VecEnv`` (see `get_env()`)."""
-        return self.get_env()
-
-    def get_env(self) -> VecEnv | None:
-        """The env the model trains on, with Stable-Baselines3's ``VecEnv`` contract (``None`` for a model
-        loaded without env).
-
-        A Stable-Baselines3-style ``VecEnv`` given to the model is handed back as it is. Anything else (an env,
-        an env id, a gymnasium vector env) is handed back as a `VecEnvView` of the env the model steps:
-        ``reset()`` returns the observations, ``step(actions)`` returns ``(obs, rewards, dones, infos)`` and
-        resets ended envs at once, with ``infos[i]["terminal_observation"]`` and
-        ``infos[i]["TimeLimit.truncated"]``. Stepping or resetting it from outside ``learn`` makes the next
-        ``learn`` start fresh episodes.
-        """
-        if self._venv is None:
-            return None
-        base = self._venv.unwrapped
-        if isinstance(base, GymnasiumVecEnv):
-            return base.sb3_env
-        view = getattr(self, "_env_view", None)
-        if view is None or view.gym_env is not self._venv:
-            view = self._env_view = _TrainingEnvView(self._venv, self)
-        return view
-
-    def get_vec_normalize_env(self) -> VecNormalize | None:
-        """The `VecNormalize` wrapper of the training env, if it has one (as in Stable-Baselines3)."""
-        return find_vec_normalize(self.get_env())
-
-    def set_env(self, env: gym.Env | VectorEnv | str) -> None:
-        """Replace the training env; its spaces and number of envs must match the model's.
-
-        The env may have fewer envs than the replay buffer was built for, not more. The exploration noise
-        follows the new number of envs: a `VectorizedActionNoise` keeps the copies
-        of the envs that remain and gets fresh ones for added envs; a single-env noise is vectorized.
-
-        Raises:
-            ValueError: the spaces differ, or the env has more envs than the replay buffer was built for.
-        """
-        vec = as_training_env(env)
-        self._check_env_matches(vec)
-        self._set_env_and_spaces(vec)
-        if isinstance(getattr(self, "replay_buffer", None), HerReplayBuffer):
-            self.replay_buffer.env = vec  # relabelled rewards come from the new env
-        self._fit_to_env(strict=False)
-        self._last_obs = None
-        self._rollout = None
-
-    def _check_env_matches(self, vec: VectorEnv) -> None:
-        for name, mine, theirs in (
-            ("observation_space", self.observation_space, vec.single_observation_space),
-            ("action_space", self.action_space, vec.single_action_space),
-        ):
-            if not spaces_equal(mine, theirs):
-                raise ValueError(f"{env_name(vec)}: the env's {name} {theirs!r} differs from the model's {mine!r}")
-        if hasattr(self, "replay_buffer") and vec.num_envs > self.replay_buffer.n_envs:
-            raise ValueError(
-                f"{env_name(vec)}: the env has n_envs={vec.num_envs}, more than the replay buffer was built for "
-                f"(n_envs={self.replay_buffer.n_envs}); save the model and load it with env=... to get a buffer "
-                "for more envs"
-            )
-
-    def _fit_to_env(self, strict: bool) -> None:
-        """Check the components sized for one action size or one number of envs against the current ones.
-
-        Called when the model is built (``strict``: a mismatch is the caller's mistake and raises), and when
-        its env changes (`set_env()`, ``load(env=...)``), where the exploration noise is resized to the
-        new ``n_envs`` (see `set_env()`).
-
-        Raises:
-            ValueError: the noise's action dimension differs from the action space's, or (``strict``) a
-                ``VectorizedActionNoise`` was made for another number of envs.
-        """
-        if self._last_obs is not None and obs_len(self._last_obs) != self.n_envs:
-            self._last_obs = None  # a checkpoint's observations of another number of envs: start afresh
-        noise = self.action_noise
-        if noise is None:
-            return
-        base = noise.base_noise if isinstance(noise, VectorizedActionNoise) else noise
-        mean = getattr(base, "mean", None)
-        action_dim = int(np.prod(self.action_space.shape))
-        if isinstance(mean, np.ndarray) and mean.size != action_dim:
-            raise ValueError(
-                f"action_noise has {mean.size} dimension(s) (its mean has shape {mean.shape}); the action space "
-                f"{self.action_space} has {action_dim}"
-            )
-        seed = None if self.seed is None else int(np.random.SeedSequence([self.seed, self.n_envs]).generate_state(1)[0])
-        if isinstance(noise, VectorizedActionNoise) and noise.n_envs != self.n_envs:
-            if strict:
-                raise ValueError(
-                    f"action_noise is a VectorizedActionNoise for n_envs={noise.n_envs}; the env has "
-                    f"n_envs={self.n_envs} (pass the single-env noise: the model vectorizes it)"
-                )
-            self.action_noise = noise.resized(self.n_envs, seed=seed)
-        elif not isinstance(noise, VectorizedActionNoise) and self.n_envs > 1:
-            vectorized = VectorizedActionNoise(noise, self.n_envs, seed=seed)
-            vectorized.noises[0] = noise  # the first env carries on with the noise as it stands
-            self.action_noise = vectorized
-
-    def _draw_noise(self, batch_size: int) -> np.ndarray:
-        """Exploration noise for ``batch_size`` rows of actions, shape ``(batch_size, action_dim)``.
-
-        One draw per row: when ``batch_size`` is the number of envs a ``VectorizedActionNoise`` gives its
-        per-env copies; otherwise row ``i`` comes from copy ``i % n_envs`` (a single-env noise: from the noise).
-
-        Raises:
-            ValueError: the noise returns a sample of another size than the action space's.
-        """
-        noise = self.action_noise
-        vectorized = isinstance(noise, VectorizedActionNoise)
-        if vectorized and batch_size == noise.n_envs:
-            sample = np.asarray(noise())
-        elif not vectorized and batch_size == 1:
-            sample = np.reshape(noise(), (1, -1))
-        else:
-            copies = noise.noises if isinstance(noise, VectorizedActionNoise) else [noise]
-            sample = np.stack([np.reshape(copies[i % len(copies)](), -1) for i in range(batch_size)])
-        if sample.shape != (batch_size, self._action_dim):
-            raise ValueError(
-                f"action_noise returned samples of shape {sample.shape}, for {batch_size} row(s) of actions; the "
-                f"action space {self.action_space} needs ({batch_size}, {self._action_dim})"
-            )
-        return sample
-
     # ------------------------------------------------------------------ learning loop
-    def set_logger(self, logger: Logger) -> None:
-        """Use ``logger`` (e.g. from `rlkit_td3.logger.configure()`) for the following ``learn`` calls,
-        instead of the one each ``learn`` call builds from ``verbose`` and ``tensorboard_log``."""
-        if not isinstance(logger, Logger):
-            raise TypeError(f"logger must be a rlkit_td3.logger.Logger, got {logger!r}")
-        self.logger = logger
-        self._custom_logger = True
-
-    def _setup_logger(self, tb_log_name: str, reset_num_timesteps: bool) -> None:
-        """The per-``learn`` logger, as in Stable-Baselines3: stdout if ``verbose >= 1``, TensorBoard in
-        ``<tensorboard_log>/<tb_log_name>_<N>`` (a new ``N`` per call; the last one again when continuing)."""
-        if self._custom_logger:
-            return
-        self.logger.close()
-        formats = ["stdout"] if self.verbose >= 1 else []
-        folder = None
-        if self.tensorboard_log is not None:
-            root = Path(self.tensorboard_log)
-            latest = _latest_run_id(root, tb_log_name)
-            run_id = max(latest, 1) if not reset_num_timesteps else latest + 1
-            folder = root / f"{tb_log_name}_{run_id}"
-            formats.append("tensorboard")
-        self.logger = configure(folder, formats)
-
     def learn(
         self,
         total_timesteps: int,
@@ -678,35 +452,8 @@ class OffPolicyAlgorithm:
         """
         self._last_obs = None
         self._rollout = None
-        n = self.n_envs
-        rows = np.ones(n, dtype=bool) if rows is None else rows
-        bad_obs = ~_fits_float32(obs if isinstance(obs, dict) else np.reshape(obs, (n, -1))) & rows
-        bad_reward = np.zeros(n, dtype=bool) if rewards is None else ~_fits_float32(rewards) & rows
-        bad_final = np.zeros(n, dtype=bool)
-        if infos is not None and dones is not None and self._autoreset_mode == AutoresetMode.SAME_STEP:
-            for j in np.flatnonzero(dones & rows):
-                final = infos["final_obs"][j]
-                one = {k: np.asarray(v)[None] for k, v in final.items()} if isinstance(final, dict) else [final]
-                bad_final[j] = not _fits_float32(one)[0]
-        i = int(np.flatnonzero(bad_obs | bad_reward | bad_final)[0])
-        if bad_obs[i]:
-            row = obs_rows(obs, i)
-            shown = (
-                {key: np.array2string(np.asarray(value), threshold=8) for key, value in row.items()}
-                if isinstance(row, dict)
-                else np.array2string(np.asarray(row), threshold=8)
-            )
-            what = f"observation {shown} from {where}"
-        elif bad_reward[i]:
-            what = f"reward ({rewards[i]}) from {where}"
-        else:
-            final = np.array2string(np.asarray(infos["final_obs"][i]), threshold=8)
-            what = f"final observation {final} (infos['final_obs']) from {where}"
-        when = "before" if where == "reset()" else "at"
-        raise NonFiniteError(
-            f"env {i} ({env_name(self._venv, i)}) returned a non-finite {what} (NaN, inf, or beyond float32's "
-            f"range +-{FLOAT32_MAX:.3g}) {when} step {self.num_timesteps + n} (num_timesteps, counted over {n} "
-            "env(s)); nothing from this step was stored or trained on, and the next learn() starts fresh episodes"
+        raise non_finite_error(
+            self._venv, self._autoreset_mode, self.num_timesteps, obs, rewards, infos, dones, where=where, rows=rows
         )
 
     def _check_reset_obs(self, obs: np.ndarray, mask: np.ndarray) -> None:
@@ -740,7 +487,9 @@ class OffPolicyAlgorithm:
             return self._warmup_rng.uniform(-1.0, 1.0, size=(self.n_envs, self._action_dim)).astype(np.float32)
         actions = self.policy.actor_numpy(obs)
         if self.action_noise is not None:
-            actions = np.clip(actions + self._draw_noise(self.n_envs), -1.0, 1.0, dtype=np.float32)
+            actions = np.clip(
+                actions + draw_noise(self.action_noise, self.n_envs, self.action_space), -1.0, 1.0, dtype=np.float32
+            )
         return actions
 
     def _store_transition(
@@ -811,30 +560,6 @@ class OffPolicyAlgorithm:
             else:
                 self.action_noise.reset()
         return len(ended)
-
-    def _dump_logs(self) -> None:
-        """Record the standard keys and write one row. The loss sums are read from the device here, once."""
-        elapsed = max(time.perf_counter() - self._start_time, 1e-9)
-        log = self.logger
-        stats = episode_statistics(self._venv)
-        if stats is not None and stats.return_queue:
-            log.record("rollout/ep_rew_mean", float(np.mean(stats.return_queue)))
-            log.record("rollout/ep_len_mean", float(np.mean(stats.length_queue)))
-        log.record("time/episodes", self._episode_num, exclude="tensorboard")
-        log.record("time/fps", int((self.num_timesteps - self._learn_start_timesteps) / elapsed))
-        log.record("time/time_elapsed", int(elapsed), exclude="tensorboard")
-        log.record("time/total_timesteps", self.num_timesteps, exclude="tensorboard")
-        if self._n_critic_losses or self._n_actor_losses:
-            critic_sum, actor_sum = torch.stack([self._critic_loss_sum, self._actor_loss_sum]).tolist()
-            if self._n_critic_losses:
-                log.record("train/critic_loss", critic_sum / self._n_critic_losses)
-            if self._n_actor_losses:
-                log.record("train/actor_loss", actor_sum / self._n_actor_losses)
-        log.record("train/n_updates", self._n_updates, exclude="tensorboard")
-        # the rate in use, read back: a schedule with state then sees the same calls whatever is logged
-        log.record("train/learning_rate", self.policy.actor_optimizer.param_groups[0]["lr"])
-        self._reset_loss_stats()
-        log.dump(self.num_timesteps)
 
     # ------------------------------------------------------------------ the update
     def train(self, gradient_steps: int, batch_size: int | None = None) -> None:
@@ -912,207 +637,3 @@ class OffPolicyAlgorithm:
             with torch.no_grad():
                 torch._foreach_lerp_(self._critic_target_params, self._critic_params, self.tau)
                 torch._foreach_lerp_(self._actor_target_params, self._actor_params, self.tau)
-
-    # ------------------------------------------------------------------ acting
-    def predict(
-        self,
-        observation: np.ndarray,
-        state: Any = None,
-        episode_start: Any = None,
-        deterministic: bool = True,
-    ) -> tuple[np.ndarray, None]:
-        """Actions in env units for one observation or a batch of them.
-
-        ``deterministic=False`` adds the model's exploration noise (TD3's actor itself is deterministic).
-        ``state`` and ``episode_start`` exist for Stable-Baselines3 compatibility and are ignored.
-
-        Returns:
-            ``(action, None)``: shape ``action_space.shape`` for one observation, else ``(batch, *shape)``.
-
-        Raises:
-            TypeError: ``observation`` is the ``(obs, info)`` tuple returned by ``env.reset()``.
-            ValueError: the observation's shape matches neither one observation nor a batch.
-        """
-        if isinstance(observation, tuple) and len(observation) == 2 and isinstance(observation[1], dict):
-            raise TypeError(
-                "observation is an (obs, info) tuple: pass only the observation, e.g. obs, info = env.reset()"
-            )
-        if isinstance(self.observation_space, spaces.Dict):
-            batch, single = dict_obs_batch(observation, self.observation_space)
-        else:
-            obs = np.asarray(observation, dtype=np.float32)
-            obs_shape = self.observation_space.shape
-            single = obs.shape == obs_shape
-            if not single and obs.shape[1:] != obs_shape:
-                raise ValueError(f"observation has shape {obs.shape}; expected {obs_shape} or (batch, *{obs_shape})")
-            batch = obs.reshape(-1, *obs_shape)
-        actions = self.policy.actor_numpy(batch)
-        if not deterministic and self.action_noise is not None:
-            actions = np.clip(actions + self._draw_noise(len(actions)), -1.0, 1.0, dtype=np.float32)
-        env_actions = self.policy.unscale_action(actions.reshape(len(actions), *self.action_space.shape))
-        return (env_actions[0, ...] if single else env_actions), None  # [0, ...]: an array even for shape ()
-
-    # ------------------------------------------------------------------ Stable-Baselines3 aliases
-    def dump_logs(self) -> None:
-        """Write the log row now (``rollout/``, ``time/``, ``train/`` keys), as Stable-Baselines3's public
-        ``dump_logs()`` does; ``learn`` calls it every ``log_interval`` episodes."""
-        self._dump_logs()
-
-    @property
-    def actor(self) -> torch.nn.Module:
-        """The policy's actor (``model.policy.actor``), as on Stable-Baselines3's TD3."""
-        return self.policy.actor
-
-    @property
-    def actor_target(self) -> torch.nn.Module:
-        """The policy's target actor (``model.policy.actor_target``)."""
-        return self.policy.actor_target
-
-    @property
-    def critic(self) -> torch.nn.Module:
-        """The policy's critics (``model.policy.critic``: all ``n_critics`` Q-networks in one module)."""
-        return self.policy.critic
-
-    @property
-    def critic_target(self) -> torch.nn.Module:
-        """The policy's target critics (``model.policy.critic_target``)."""
-        return self.policy.critic_target
-
-    # ------------------------------------------------------------------ parameters and persistence
-    def get_parameters(self) -> dict[str, dict[str, Any]]:
-        """The state dicts of the policy and of both optimizers, by Stable-Baselines3's names.
-
-        Returns:
-            ``{"policy": ..., "actor.optimizer": ..., "critic.optimizer": ...}``: the policy's state dict
-            (actor, critics and their targets, keys such as ``"actor.mu.0.weight"``) and the two
-            optimizers' state dicts. They are copies: changing them changes nothing in the model until
-            they are passed to
-            [`set_parameters`][rlkit_td3.off_policy.OffPolicyAlgorithm.set_parameters].
-        """
-        return checkpoint.get_parameters(self)
-
-    def set_parameters(
-        self,
-        load_path_or_dict: str | os.PathLike[str] | dict[str, dict[str, Any]],
-        exact_match: bool = True,
-        device: torch.device | str = "auto",
-    ) -> None:
-        """Load parameters from a dict like ``get_parameters()``'s or from a model file, into this model.
-
-        Unlike [`load`][rlkit_td3.off_policy.OffPolicyAlgorithm.load], this keeps the model's env, buffer and
-        settings and changes only the weights (and, when given, the optimizers' states). Either everything given
-        is loaded or, on an error, nothing is.
-
-        Args:
-            load_path_or_dict: a dict ``{name: state_dict}`` with names among ``"policy"``,
-                ``"actor.optimizer"`` and ``"critic.optimizer"``, or the path of a file written by
-                [`save`][rlkit_td3.off_policy.OffPolicyAlgorithm.save].
-            exact_match: True requires all three names and, for the policy, exactly its keys; False
-                loads what is given (e.g. only ``{"policy": {"actor.mu.0.weight": ...}}``).
-            device: where a file's tensors are read to before being copied into the model's.
-
-        Raises:
-            ValueError: an unknown name, a missing name or key (with ``exact_match``), an unexpected policy
-                key, or a tensor whose shape differs from the model's; the message names them.
-            TypeError: ``load_path_or_dict`` is neither a dict nor a path.
-            ModelFileError: (a ``ValueError``) the file is not a readable model file.
-        """
-        checkpoint.set_parameters(self, load_path_or_dict, exact_match, device)
-
-    def save_replay_buffer(self, path: str | os.PathLike[str]) -> None:
-        """Write the filled part of the replay buffer to ``path`` (``.npz``, atomic, no pickle)."""
-        self.replay_buffer.save(path)
-
-    def load_replay_buffer(self, path: str | os.PathLike[str]) -> None:
-        """Restore a replay buffer written by `save_replay_buffer()`."""
-        self.replay_buffer.load(path)
-
-    def save(self, path: str | os.PathLike[str], include_buffer: bool = False) -> None:
-        """Save the model to one zip file (JSON metadata + torch state dicts), written atomically.
-
-        The file always holds the training state too: counters, every random generator (the buffer's
-        sampler, the exploration noise, the warm-up actions, the target smoothing noise and each env's own)
-        and the state of an unfinished rollout. With ``include_buffer=True`` it also holds the replay buffer,
-        which makes it a checkpoint: ``load(path, env=...)`` then ``learn(n, reset_num_timesteps=False)``
-        continues the run exactly where it stood (see the "Saving, loading and resuming" docs page).
-
-        Objects JSON cannot describe (a lambda schedule, a custom noise without ``to_dict``, user classes)
-        go into a pickle entry that ``load`` only reads with ``allow_pickle=True``, or are replaced at
-        load time through ``custom_objects``.
-
-        Args:
-            path: the zip file to write (replaced atomically if it exists). A path without any suffix gets
-                ``.zip`` appended, as in Stable-Baselines3 (``save("model")`` writes ``model.zip``).
-            include_buffer: also store the filled part of the replay buffer.
-
-        Raises:
-            ValueError: ``include_buffer=True`` while training on a vector env with same-step autoreset, whose
-                runs no checkpoint can resume exactly (see the "What exact resume covers" docs section).
-        """
-        checkpoint.save(self, path, include_buffer)
-
-    @classmethod
-    def load(
-        cls,
-        path: str | os.PathLike[str],
-        env: gym.Env | VectorEnv | str | None = None,
-        device: torch.device | str = "auto",
-        custom_objects: dict[str, Any] | None = None,
-        print_system_info: bool = False,
-        force_reset: bool = True,
-        allow_pickle: bool = False,
-        **kwargs: Any,
-    ) -> OffPolicyAlgorithm:
-        """Load a model saved by `save()`; its predictions are identical to the saved model's.
-
-        The signature is Stable-Baselines3's, plus ``allow_pickle``. Every part of the file is checked
-        before it is used (see the Security page of the docs): a bad file raises ``ModelFileError``, a bad
-        argument a ``TypeError`` or ``ValueError`` naming it, before the file is opened where possible.
-
-        Args:
-            path: the zip file; if it does not exist but ``path + ".zip"`` does, that one (as in SB3).
-            env: the env to continue training on (optional for prediction). Its spaces must match.
-            device: where to put the networks.
-            custom_objects: replacements for stored entries, by name (``learning_rate``, ``action_noise``,
-                ``policy_class``, ``replay_buffer_class``, ``activation_fn``, ``optimizer_class``, ...);
-                needed for user classes and for anything saved through pickle when ``allow_pickle`` is False.
-            print_system_info: print the versions (Python, torch, numpy, gymnasium, platform) that wrote the
-                file beside the current ones.
-            force_reset: accepted for SB3 compatibility (a real ``bool``): a loaded model always resets its envs
-                before its next step (at an episode boundary with the reset the saved run would do next).
-            allow_pickle: read the file's pickle entry, if any. Unpickling can run arbitrary code: only for
-                files you trust. Must be a real ``bool``.
-            **kwargs: override stored hyperparameters (e.g. ``verbose=1``, ``learning_starts=0``): only the
-                constructor's hyperparameters are accepted.
-
-        Raises:
-            ModelFileError: (a ``ValueError``) the file is unreadable, inconsistent, of another algorithm, or
-                needs pickle or custom objects.
-            TypeError: an unknown keyword argument, or an argument of the wrong type (``allow_pickle="false"``).
-            ValueError: a bad argument value, or ``env``'s spaces differ from the model's.
-            FileNotFoundError: no file at ``path`` (nor at ``path + ".zip"``).
-        """
-        if sb3_import.is_sb3_zip(path):  # a file written by Stable-Baselines3 2.x TD3/DDPG
-            return sb3_import.load_sb3_model(
-                cls, path, env, device, custom_objects, print_system_info, force_reset, allow_pickle, **kwargs
-            )
-        return checkpoint.load(
-            cls,
-            OffPolicyAlgorithm,
-            path,
-            env,
-            device,
-            custom_objects,
-            print_system_info,
-            force_reset,
-            allow_pickle,
-            **kwargs,
-        )
-
-    def _exact_resume_problem(self) -> str | None:
-        """Why no checkpoint of this model's run could resume exactly, or ``None`` when one can."""
-        return checkpoint._exact_resume_problem(self)
-
-    def __repr__(self) -> str:
-        name = type(self).__name__
-        return f"{name}(policy={self.policy_class.__name__}, n_envs={self.n_envs}, device={self.device})"

@@ -36,6 +36,8 @@ SB3_IMPORTS = [
     ("rlkit_td3.policies", ["MlpPolicy", "CnnPolicy", "MultiInputPolicy"]),
     ("rlkit_td3.policies", ["BasePolicy"]),
     ("rlkit_td3.envs", ["BitFlippingEnv"]),
+    ("rlkit_td3.base_class", ["BaseAlgorithm"]),
+    ("rlkit_td3.off_policy_algorithm", ["OffPolicyAlgorithm"]),
 ]
 
 
@@ -64,3 +66,13 @@ def test_the_image_and_dict_aliases_are_the_same_classes_everywhere():
 
     assert td3_cnn is ddpg_cnn is CnnPolicy is get_policy_class("CnnPolicy") is TD3.policy_aliases["CnnPolicy"]
     assert td3_multi is ddpg_multi is MultiInputPolicy is get_policy_class("MultiInputPolicy")
+
+
+def test_every_model_is_a_base_algorithm_and_the_sb3_module_names_the_same_class():
+    from rlkit_td3 import DDPG, TD3
+    from rlkit_td3.base_class import BaseAlgorithm
+    from rlkit_td3.off_policy import OffPolicyAlgorithm
+    from rlkit_td3.off_policy_algorithm import OffPolicyAlgorithm as sb3_named
+
+    assert sb3_named is OffPolicyAlgorithm
+    assert issubclass(TD3, BaseAlgorithm) and issubclass(DDPG, BaseAlgorithm)

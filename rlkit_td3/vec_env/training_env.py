@@ -15,8 +15,10 @@ from gymnasium.envs.registration import load_env_creator
 from gymnasium.vector import AutoresetMode, SyncVectorEnv, VectorEnv, VectorWrapper
 from gymnasium.wrappers.vector import RecordEpisodeStatistics
 
+from rlkit_td3.dict_obs import obs_rows
 from rlkit_td3.evaluation import is_sb3_vec_env
 from rlkit_td3.monitor import Monitor, is_monitored
+from rlkit_td3.utils import NonFiniteError
 from rlkit_td3.vec_env.gymnasium_bridge import GymnasiumVecEnv, VecEnvView
 from rlkit_td3.vec_env.vec_normalize import VecNormalize
 
@@ -44,6 +46,51 @@ def _all_fit_float32(values: Any) -> bool:
     if kind == "f" and size <= 4:
         return bool(np.isfinite(array).all())
     return bool((np.abs(array) <= FLOAT32_MAX).all())
+
+
+def non_finite_error(
+    venv: VectorEnv,
+    autoreset_mode: AutoresetMode,
+    num_timesteps: int,
+    obs: Any,
+    rewards: np.ndarray | None,
+    infos: dict[str, Any] | None = None,
+    dones: np.ndarray | None = None,
+    where: str = "step()",
+    rows: np.ndarray | None = None,
+) -> NonFiniteError:
+    """The `NonFiniteError` for a step (or reset) of ``venv`` that returned a non-finite value in one of ``rows``
+    (default all): it names the env, the step (``num_timesteps`` before it) and the value."""
+    n = venv.num_envs
+    rows = np.ones(n, dtype=bool) if rows is None else rows
+    bad_obs = ~_fits_float32(obs if isinstance(obs, dict) else np.reshape(obs, (n, -1))) & rows
+    bad_reward = np.zeros(n, dtype=bool) if rewards is None else ~_fits_float32(rewards) & rows
+    bad_final = np.zeros(n, dtype=bool)
+    if infos is not None and dones is not None and autoreset_mode == AutoresetMode.SAME_STEP:
+        for j in np.flatnonzero(dones & rows):
+            final = infos["final_obs"][j]
+            one = {k: np.asarray(v)[None] for k, v in final.items()} if isinstance(final, dict) else [final]
+            bad_final[j] = not _fits_float32(one)[0]
+    i = int(np.flatnonzero(bad_obs | bad_reward | bad_final)[0])
+    if bad_obs[i]:
+        row = obs_rows(obs, i)
+        shown = (
+            {key: np.array2string(np.asarray(value), threshold=8) for key, value in row.items()}
+            if isinstance(row, dict)
+            else np.array2string(np.asarray(row), threshold=8)
+        )
+        what = f"observation {shown} from {where}"
+    elif bad_reward[i]:
+        what = f"reward ({rewards[i]}) from {where}"
+    else:
+        final = np.array2string(np.asarray(infos["final_obs"][i]), threshold=8)
+        what = f"final observation {final} (infos['final_obs']) from {where}"
+    when = "before" if where == "reset()" else "at"
+    return NonFiniteError(
+        f"env {i} ({env_name(venv, i)}) returned a non-finite {what} (NaN, inf, or beyond float32's "
+        f"range +-{FLOAT32_MAX:.3g}) {when} step {num_timesteps + n} (num_timesteps, counted over {n} "
+        "env(s)); nothing from this step was stored or trained on, and the next learn() starts fresh episodes"
+    )
 
 
 def check_action_space(space: spaces.Space) -> spaces.Box:
