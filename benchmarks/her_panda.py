@@ -1,4 +1,4 @@
-"""TD3+HER (and DDPG+HER) on panda-gym's PandaReach-v3: rlkit_td3 and Stable-Baselines3 with the same settings.
+"""TD3+HER (and DDPG+HER) on panda-gym's PandaReach-v3 (or another task, ``--env``), rlkit_td3 and SB3 alike.
 
 The issue's acceptance: success rate >= 0.9 over 50 deterministic evaluation episodes within 20,000 steps
 (MultiInputPolicy, goal_selection_strategy "future", n_sampled_goal 4). Each run trains for ``--timesteps``
@@ -9,25 +9,28 @@ Settings (`SETTINGS`, also on the HER page of the docs): [256, 256] networks, lr
 gamma 0.95, tau 0.05, 1,000 random warm-up steps, Gaussian exploration noise sigma 0.1, train_freq 1,
 gradient_steps 1.
 
-Usage: ``python benchmarks/her_panda.py [--lib rlkit sb3] [--algo td3 ddpg] [--seeds 0] [--timesteps 20000]
-[--out FILE.json] [--plot FILE.png]`` (needs the ``robotics`` and ``benchmark`` extras); ``--plot`` draws the
-success-rate curves (docs/img/her_panda_reach.png), ``--from FILE.json`` redraws them from a saved report.
-Results: benchmarks/results/her_panda_reach.json.
+Usage: ``python benchmarks/her_panda.py [--env PandaReach-v3] [--lib rlkit sb3] [--algo td3 ddpg] [--seeds 0]
+[--timesteps 20000] [--out FILE.json] [--plot FILE.png]`` (needs the ``robotics`` and ``benchmark`` extras);
+``--plot`` draws the success-rate curves (docs/img/her_panda_reach.png), ``--from FILE.json`` redraws them from a
+saved report.
+``--out`` is rewritten after every evaluation, so a long run stopped early (``PandaPush-v3``: "for as long as fits")
+keeps its curve so far. Results: benchmarks/results/her_panda_reach.json, her_panda_push.json.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import time
 
 import gymnasium as gym
 import numpy as np
-import panda_gym  # noqa: F401  (registers PandaReach-v3)
+import panda_gym  # noqa: F401  (registers the Panda tasks)
 import torch
 
-ENV_ID = "PandaReach-v3"
+DEFAULT_ENV_ID = "PandaReach-v3"
 SETTINGS = dict(
     learning_rate=1e-3,
     buffer_size=1_000_000,
@@ -55,9 +58,9 @@ class SeedEachReset(gym.Wrapper):
         return self.env.reset(seed=seed, options=options)
 
 
-def success_rate(model, seed: int, episodes: int = EVAL_EPISODES) -> float:
+def success_rate(model, seed: int, env_id: str, episodes: int = EVAL_EPISODES) -> float:
     """Fraction of ``episodes`` deterministic episodes (seeds ``seed .. seed + episodes - 1``) that succeed."""
-    env = gym.make(ENV_ID)
+    env = gym.make(env_id)
     successes = 0
     for episode in range(episodes):
         obs, _ = env.reset(seed=seed + episode)
@@ -71,8 +74,8 @@ def success_rate(model, seed: int, episodes: int = EVAL_EPISODES) -> float:
     return successes / episodes
 
 
-def make_model(lib: str, algo: str, seed: int):
-    env = SeedEachReset(gym.make(ENV_ID))
+def make_model(lib: str, algo: str, seed: int, env_id: str):
+    env = SeedEachReset(gym.make(env_id))
     n_actions = env.action_space.shape[0]
     if lib == "rlkit":
         from rlkit_td3 import DDPG, TD3, HerReplayBuffer
@@ -95,19 +98,26 @@ def make_model(lib: str, algo: str, seed: int):
     )
 
 
-def run(lib: str, algo: str, seed: int, timesteps: int, eval_every: int) -> dict:
+def run(lib: str, algo: str, seed: int, timesteps: int, eval_every: int, env_id: str, on_eval=None) -> dict:
+    """One training run, evaluated every ``eval_every`` steps; ``on_eval(partial_result)`` after each evaluation."""
     torch.set_num_threads(1)
-    model = make_model(lib, algo, seed)
+    model = make_model(lib, algo, seed, env_id)
     curve, train_time, reached = [], 0.0, None
     for step in range(eval_every, timesteps + 1, eval_every):
         start = time.perf_counter()
         model.learn(eval_every, reset_num_timesteps=False)
         train_time += time.perf_counter() - start
-        rate = success_rate(model, seed=10_000 + seed * 1000)
+        rate = success_rate(model, seed=10_000 + seed * 1000, env_id=env_id)
         curve.append([step, rate])
         if reached is None and rate >= 0.9:
             reached = step
         print(f"{lib} {algo} seed {seed} step {step}: success {rate:.2f} ({train_time:.0f} s training)", flush=True)
+        if on_eval is not None:
+            on_eval(_result(lib, algo, seed, curve, reached, train_time))
+    return _result(lib, algo, seed, curve, reached, train_time)
+
+
+def _result(lib: str, algo: str, seed: int, curve: list, reached: int | None, train_time: float) -> dict:
     return {
         "lib": lib,
         "algo": algo,
@@ -134,7 +144,7 @@ def plot(report: dict, path: str) -> None:
     ax.axhline(0.9, color="grey", linestyle="--", linewidth=1)
     ax.set_xlabel("env steps")
     ax.set_ylabel(f"success rate ({EVAL_EPISODES} deterministic episodes)")
-    ax.set_title(f"{ENV_ID}: HER (future, n_sampled_goal=4)")
+    ax.set_title(f"{report['env']}: HER (future, n_sampled_goal=4)")
     ax.set_ylim(-0.02, 1.02)
     ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()
@@ -143,6 +153,7 @@ def plot(report: dict, path: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--env", default=DEFAULT_ENV_ID, help="a panda-gym task id")
     parser.add_argument("--lib", nargs="+", default=["rlkit", "sb3"], choices=["rlkit", "sb3"])
     parser.add_argument("--algo", nargs="+", default=["td3"], choices=["td3", "ddpg"])
     parser.add_argument("--seeds", nargs="+", type=int, default=[0])
@@ -156,18 +167,24 @@ def main() -> None:
         with open(args.source) as fh:
             plot(json.load(fh), args.plot)
         return
-    results = [
-        run(lib, algo, seed, args.timesteps, args.eval_every)
-        for seed in args.seeds
-        for algo in args.algo
-        for lib in args.lib
-    ]
-    report = {"env": ENV_ID, "settings": SETTINGS, "net_arch": NET_ARCH, "her": HER_KWARGS, "runs": results}
+    report = {"env": args.env, "settings": SETTINGS, "net_arch": NET_ARCH, "her": HER_KWARGS, "runs": []}
     report["machine"] = platform.processor() or platform.machine()
+
+    def write(partial: dict | None = None) -> None:
+        """Write the report so far (with the running run's curve so far) atomically."""
+        if args.out:
+            runs = report["runs"] + ([partial] if partial is not None else [])
+            tmp = f"{args.out}.tmp"
+            with open(tmp, "w") as fh:
+                json.dump({**report, "runs": runs}, fh, indent=1)
+            os.replace(tmp, args.out)
+
+    for seed in args.seeds:
+        for algo in args.algo:
+            for lib in args.lib:
+                report["runs"].append(run(lib, algo, seed, args.timesteps, args.eval_every, args.env, on_eval=write))
+                write()
     print(json.dumps(report, indent=1))
-    if args.out:
-        with open(args.out, "w") as fh:
-            json.dump(report, fh, indent=1)
     if args.plot:
         plot(report, args.plot)
 
