@@ -10,7 +10,9 @@ with ``gym.make(env_id)`` on the ids ``import rlkit_td3`` registers.
 Runs are interleaved (seed 0: rlkit_td3 then SB3, seed 1: ...), so a partial sweep is still a fair
 comparison. Each run appends its evaluations to ``<out>/runs/<lib>_<algo>_s<seed>.csv`` as it goes and writes
 ``.done`` when finished; re-running the command skips finished runs and restarts unfinished ones from step 0
-(SB3 cannot resume exactly; restarting both keeps the protocol identical). ``--summarize`` (also run at the end)
+(SB3 cannot resume exactly; restarting both keeps the protocol identical). With ``--checkpoint`` an rlkit_td3 run
+saves itself, replay buffer included, after every evaluation, and a re-run continues it exactly where it stood
+(for long runs that outlive a session, e.g. the Walker2D experiment below). ``--summarize`` (also run at the end)
 writes ``<out>/results.csv`` (one row per evaluation), ``<out>/summary.md`` (IQM of each run's last 5
 evaluations, pooled over seeds, with a 95 % stratified-bootstrap CI) and ``<out>/curves.png``.
 
@@ -23,7 +25,7 @@ Usage (1 torch thread per run; run it in the background, it takes hours)::
 The seeds' own experiment (TD3 vs DDPG on Walker2D, rlkit_td3 only)::
 
     OMP_NUM_THREADS=1 python benchmarks/sb3_compare.py --out /work/sweeps/walker_300k \\
-        --env Walker2DBulletEnv-v0 --algos td3 ddpg --libs rlkit --seeds 0 1 2 --steps 300000
+        --env Walker2DBulletEnv-v0 --algos td3 ddpg --libs rlkit --seeds 0 1 2 --steps 300000 --checkpoint
 """
 
 from __future__ import annotations
@@ -103,21 +105,76 @@ def make_model(lib: str, algo: str, env_id: str, seed: int) -> Any:
     return cls("MlpPolicy", env, seed=seed, device="cpu", **_constructor_kwargs(hp, algo, dim, SB3Noise))
 
 
-def run_one(out: Path, lib: str, algo: str, env_id: str, seed: int, steps: int, every: int, episodes: int) -> None:
-    """Train one run, appending an evaluation row every ``every`` steps; ``.done`` marks it finished."""
+def _resume_point(stem: Path, lib: str, algo: str, env_id: str, seed: int) -> tuple[Any, gym.Env, dict] | None:
+    """The model, eval env and state of an rlkit_td3 run's last checkpoint (``--checkpoint``), or ``None``."""
+    ckpt, state_path = stem.with_suffix(".ckpt.zip"), stem.with_suffix(".ckpt.json")
+    if lib != "rlkit" or not (ckpt.exists() and state_path.exists()):
+        return None
+    from rlkit_td3 import DDPG, TD3
+
+    state = json.loads(state_path.read_text())
+    model = (TD3 if algo == "td3" else DDPG).load(ckpt, env=gym.make(env_id))
+    eval_env = gym.make(env_id)
+    eval_env.reset(seed=10_000 + seed)  # builds the env as in a fresh run; its generator is then restored
+    eval_env.unwrapped.np_random.bit_generator.state = state["eval_rng"]
+    return model, eval_env, state
+
+
+def _write_checkpoint(stem: Path, model: Any, eval_env: gym.Env, wall_s: float) -> None:
+    """The model with its replay buffer (exact resume), then the eval env's generator and the counters."""
+    model.save(stem.with_suffix(".ckpt.zip"), include_buffer=True)
+    state = {
+        "timesteps": model.num_timesteps,
+        "wall_s": wall_s,
+        "eval_rng": eval_env.unwrapped.np_random.bit_generator.state,
+    }
+    tmp = stem.with_suffix(".ckpt.tmp")
+    tmp.write_text(json.dumps(state))
+    os.replace(tmp, stem.with_suffix(".ckpt.json"))
+
+
+def run_one(
+    out: Path,
+    lib: str,
+    algo: str,
+    env_id: str,
+    seed: int,
+    steps: int,
+    every: int,
+    episodes: int,
+    checkpoint: bool = False,
+) -> None:
+    """Train one run, appending an evaluation row every ``every`` steps; ``.done`` marks it finished.
+
+    With ``checkpoint`` an rlkit_td3 run saves itself (buffer included) after every evaluation and a re-run
+    continues from there exactly: the same numbers as an uninterrupted run. SB3 runs restart from step 0.
+    """
     stem = out / "runs" / f"{lib}_{algo}_s{seed}"
     done_marker = stem.with_suffix(".done")
     if done_marker.exists():
         return
     csv_path = stem.with_suffix(".csv")
     csv_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(csv_path, "w", newline="") as f:  # an unfinished run restarts from step 0
-        csv.DictWriter(f, FIELDS).writeheader()
-    model = make_model(lib, algo, env_id, seed)
-    eval_env = gym.make(env_id)
-    eval_env.reset(seed=10_000 + seed)
-    start = time.perf_counter()
-    for target in range(every, steps + 1, every):
+    resumed = _resume_point(stem, lib, algo, env_id, seed) if checkpoint else None
+    if resumed is None:
+        with open(csv_path, "w", newline="") as f:  # an unfinished run restarts from step 0
+            csv.DictWriter(f, FIELDS).writeheader()
+        model = make_model(lib, algo, env_id, seed)
+        eval_env = gym.make(env_id)
+        eval_env.reset(seed=10_000 + seed)
+        first, elapsed = every, 0.0
+    else:
+        model, eval_env, state = resumed
+        with open(csv_path, newline="") as f:  # drop rows written after the checkpoint
+            rows = [row for row in csv.DictReader(f) if int(row["timesteps"]) <= state["timesteps"]]
+        with open(csv_path, "w", newline="") as f:
+            writer = csv.DictWriter(f, FIELDS)
+            writer.writeheader()
+            writer.writerows(rows)
+        first, elapsed = state["timesteps"] + every, state["wall_s"]
+        print(f"{lib:5s} {algo} seed {seed}: resumed at {state['timesteps']} steps", flush=True)
+    start = time.perf_counter() - elapsed
+    for target in range(first, steps + 1, every):
         model.learn(every, reset_num_timesteps=target == every)
         mean, std = evaluate(model, eval_env, episodes)
         row = dict(lib=lib, algo=algo, env=env_id, seed=seed, timesteps=model.num_timesteps)
@@ -125,9 +182,13 @@ def run_one(out: Path, lib: str, algo: str, env_id: str, seed: int, steps: int, 
         with open(csv_path, "a", newline="") as f:
             csv.DictWriter(f, FIELDS).writerow(row)
         print(f"{lib:5s} {algo} seed {seed} {model.num_timesteps:7d} steps: {mean:9.1f} ± {std:7.1f}", flush=True)
+        if checkpoint and lib == "rlkit" and target < steps:
+            _write_checkpoint(stem, model, eval_env, time.perf_counter() - start)
     tmp = done_marker.with_suffix(".tmp")
     tmp.write_text(json.dumps({"seconds": time.perf_counter() - start, "machine": platform.processor()}))
     os.replace(tmp, done_marker)
+    for suffix in (".ckpt.zip", ".ckpt.json"):
+        stem.with_suffix(suffix).unlink(missing_ok=True)
 
 
 def _read_runs(out: Path) -> list[dict[str, Any]]:
@@ -214,6 +275,9 @@ def main() -> None:
     parser.add_argument("--eval-every", type=int, default=5_000)
     parser.add_argument("--eval-episodes", type=int, default=10)
     parser.add_argument("--summarize", action="store_true", help="only write the summary of what has run")
+    parser.add_argument(
+        "--checkpoint", action="store_true", help="rlkit_td3 runs save after each evaluation and resume exactly"
+    )
     args = parser.parse_args()
     torch.set_num_threads(1)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -221,7 +285,17 @@ def main() -> None:
         for seed in args.seeds:
             for algo in args.algos:
                 for lib in args.libs:
-                    run_one(args.out, lib, algo, args.env, seed, args.steps, args.eval_every, args.eval_episodes)
+                    run_one(
+                        args.out,
+                        lib,
+                        algo,
+                        args.env,
+                        seed,
+                        args.steps,
+                        args.eval_every,
+                        args.eval_episodes,
+                        args.checkpoint,
+                    )
                     summarize(args.out)
     print(summarize(args.out))
 

@@ -1,0 +1,62 @@
+"""benchmarks/sb3_compare.py --checkpoint: an interrupted rlkit_td3 run continues exactly where it stood."""
+
+from __future__ import annotations
+
+import csv
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import sb3_compare  # noqa: E402
+
+
+@pytest.fixture
+def small_settings(monkeypatch):
+    zoo = sb3_compare._settings
+
+    def small(algo, env_id):
+        hp = dict(zoo(algo, env_id))
+        hp.update(learning_starts=300, buffer_size=5000, batch_size=64, net_arch=[32, 32])
+        return hp
+
+    monkeypatch.setattr(sb3_compare, "_settings", small)
+
+
+def _rows(out: Path) -> list[tuple[str, str]]:
+    with open(out / "runs" / "rlkit_td3_s0.csv") as f:
+        return [(row["timesteps"], row["mean_return"]) for row in csv.DictReader(f)]
+
+
+def test_an_interrupted_checkpointed_run_ends_as_an_uninterrupted_one(tmp_path, small_settings, monkeypatch):
+    args = ("rlkit", "td3", "Pendulum-v1", 0, 1800, 600, 2)
+    sb3_compare.run_one(tmp_path / "whole", *args)
+
+    write, written = sb3_compare._write_checkpoint, []
+
+    def write_then_stop_at_the_second(*a):
+        write(*a)
+        written.append(a)
+        if len(written) == 2:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(sb3_compare, "_write_checkpoint", write_then_stop_at_the_second)
+    with pytest.raises(KeyboardInterrupt):
+        sb3_compare.run_one(tmp_path / "split", *args, checkpoint=True)
+    assert [t for t, _ in _rows(tmp_path / "split")] == ["600", "1200"]
+    monkeypatch.setattr(sb3_compare, "_write_checkpoint", write)
+    sb3_compare.run_one(tmp_path / "split", *args, checkpoint=True)
+
+    assert _rows(tmp_path / "split") == _rows(tmp_path / "whole")
+    assert len(_rows(tmp_path / "whole")) == 3
+    left = sorted(p.name for p in (tmp_path / "split" / "runs").iterdir())
+    assert left == ["rlkit_td3_s0.csv", "rlkit_td3_s0.done"]  # the checkpoint is removed once the run is done
+
+
+def test_without_checkpoint_an_unfinished_run_restarts_from_step_zero(tmp_path, small_settings):
+    out = tmp_path / "sweep"
+    (out / "runs").mkdir(parents=True)
+    (out / "runs" / "rlkit_td3_s0.csv").write_text("lib,algo,env,seed,timesteps,mean_return,std_return,wall_s\n")
+    sb3_compare.run_one(out, "rlkit", "td3", "Pendulum-v1", 0, 600, 600, 1)
+    assert [t for t, _ in _rows(out)] == ["600"]
