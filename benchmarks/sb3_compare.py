@@ -12,9 +12,11 @@ comparison. Each run appends its evaluations to ``<out>/runs/<lib>_<algo>_s<seed
 ``.done`` when finished; re-running the command skips finished runs and restarts unfinished ones from step 0
 (SB3 cannot resume exactly; restarting both keeps the protocol identical). With ``--checkpoint`` an rlkit_td3 run
 saves itself, replay buffer included, after every evaluation, and a re-run continues it exactly where it stood
-(for long runs that outlive a session, e.g. the Walker2D experiment below). ``--summarize`` (also run at the end)
-writes ``<out>/results.csv`` (one row per evaluation), ``<out>/summary.md`` (IQM of each run's last 5
-evaluations, pooled over seeds, with a 95 % stratified-bootstrap CI) and ``<out>/curves.png``.
+(for long runs that outlive a session, e.g. the Walker2D experiment below); a re-run with a larger ``--steps``
+extends finished checkpointed runs, so every seed can be grown together (``--steps 50000``, then ``100000``, ...).
+``--summarize`` (also run at the end) writes ``<out>/results.csv`` (one row per evaluation),
+``<out>/summary.md`` (IQM of each run's last 5 evaluations, pooled over seeds, with a 95 % stratified-bootstrap
+CI) and ``<out>/curves.png``.
 
 Usage (1 torch thread per run; run it in the background, it takes hours)::
 
@@ -147,12 +149,17 @@ def run_one(
     """Train one run, appending an evaluation row every ``every`` steps; ``.done`` marks it finished.
 
     With ``checkpoint`` an rlkit_td3 run saves itself (buffer included) after every evaluation and a re-run
-    continues from there exactly: the same numbers as an uninterrupted run. SB3 runs restart from step 0.
+    continues from there exactly: the same numbers as an uninterrupted run. The last checkpoint is kept, so a
+    re-run with a larger ``steps`` extends a finished run (grow every seed to 50k, then to 100k, ...). SB3 runs
+    restart from step 0.
     """
     stem = out / "runs" / f"{lib}_{algo}_s{seed}"
     done_marker = stem.with_suffix(".done")
     if done_marker.exists():
-        return
+        finished_at = json.loads(done_marker.read_text()).get("timesteps", steps)
+        if finished_at >= steps or not (checkpoint and stem.with_suffix(".ckpt.json").exists()):
+            return
+        done_marker.unlink()  # a checkpointed run that ended at fewer steps: continue it to ``steps``
     csv_path = stem.with_suffix(".csv")
     csv_path.parent.mkdir(parents=True, exist_ok=True)
     resumed = _resume_point(stem, lib, algo, env_id, seed) if checkpoint else None
@@ -182,13 +189,12 @@ def run_one(
         with open(csv_path, "a", newline="") as f:
             csv.DictWriter(f, FIELDS).writerow(row)
         print(f"{lib:5s} {algo} seed {seed} {model.num_timesteps:7d} steps: {mean:9.1f} ± {std:7.1f}", flush=True)
-        if checkpoint and lib == "rlkit" and target < steps:
+        if checkpoint and lib == "rlkit":
             _write_checkpoint(stem, model, eval_env, time.perf_counter() - start)
     tmp = done_marker.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"seconds": time.perf_counter() - start, "machine": platform.processor()}))
+    info = {"seconds": time.perf_counter() - start, "machine": platform.processor(), "timesteps": steps}
+    tmp.write_text(json.dumps(info))
     os.replace(tmp, done_marker)
-    for suffix in (".ckpt.zip", ".ckpt.json"):
-        stem.with_suffix(suffix).unlink(missing_ok=True)
 
 
 def _read_runs(out: Path) -> list[dict[str, Any]]:

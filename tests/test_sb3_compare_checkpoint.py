@@ -50,8 +50,16 @@ def test_an_interrupted_checkpointed_run_ends_as_an_uninterrupted_one(tmp_path, 
 
     assert _rows(tmp_path / "split") == _rows(tmp_path / "whole")
     assert len(_rows(tmp_path / "whole")) == 3
-    left = sorted(p.name for p in (tmp_path / "split" / "runs").iterdir())
-    assert left == ["rlkit_td3_s0.csv", "rlkit_td3_s0.done"]  # the checkpoint is removed once the run is done
+
+
+def test_a_finished_checkpointed_run_is_extended_exactly_by_a_larger_steps(tmp_path, small_settings):
+    sb3_compare.run_one(tmp_path / "whole", "rlkit", "td3", "Pendulum-v1", 0, 1800, 600, 2)
+    grown = tmp_path / "grown"
+    sb3_compare.run_one(grown, "rlkit", "td3", "Pendulum-v1", 0, 1200, 600, 2, checkpoint=True)
+    sb3_compare.run_one(grown, "rlkit", "td3", "Pendulum-v1", 0, 1200, 600, 2, checkpoint=True)  # done: no-op
+    assert [t for t, _ in _rows(grown)] == ["600", "1200"]
+    sb3_compare.run_one(grown, "rlkit", "td3", "Pendulum-v1", 0, 1800, 600, 2, checkpoint=True)
+    assert _rows(grown) == _rows(tmp_path / "whole")
 
 
 def test_without_checkpoint_an_unfinished_run_restarts_from_step_zero(tmp_path, small_settings):
