@@ -25,14 +25,14 @@ SMALL = dict(net_arch=[16], features_extractor_kwargs=dict(features_dim=8))
 
 class PixelReach(gym.Env):
     """A point mass must reach a target on a 36x36 image: both are drawn as 8x8 squares (agent 255, target
-    128) on one channel, first or last. The target is random, or at the centre with ``fixed_target``.
+    128) on one channel, first or last; the target is drawn at random each episode.
     Reward: minus the distance; 20 steps an episode."""
 
-    def __init__(self, channels_last: bool = False, horizon: int = 20, fixed_target: bool = False):
+    def __init__(self, channels_last: bool = False, horizon: int = 20):
         shape = (36, 36, 1) if channels_last else (1, 36, 36)
         self.observation_space = spaces.Box(0, 255, shape, np.uint8)
         self.action_space = spaces.Box(-1.0, 1.0, (2,), np.float32)
-        self.channels_last, self.horizon, self.fixed_target = channels_last, horizon, fixed_target
+        self.channels_last, self.horizon = channels_last, horizon
 
     def _obs(self):
         img = np.zeros((36, 36), np.uint8)
@@ -44,7 +44,7 @@ class PixelReach(gym.Env):
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)
         self.pos = self.np_random.uniform(-1, 1, 2)
-        self.target = np.zeros(2) if self.fixed_target else self.np_random.uniform(-1, 1, 2)
+        self.target = self.np_random.uniform(-1, 1, 2)
         self.t = 0
         return self._obs(), {}
 
@@ -255,13 +255,14 @@ def test_cnn_model_resumes_exactly(tmp_path):
 
 
 # ---------------------------------------------------------------------------- learning from pixels
-RETURN_THRESHOLD = -6.0
-"""Mean return over 20 episodes of 20 steps: an agent that stays put scores about -15 (mean distance to the
-centre of a uniform start, 0.77, per step); one that reaches the target within a few steps scores about -3."""
+RETURN_THRESHOLD = -13.0
+"""Mean return over 20 episodes of 20 steps with a random target: an agent that stays put scores about -17.6 (the
+mean distance between two uniform points, about 0.9, per step), random actions about -19, the best linear policy on
+the pixels (below) about -15; one that heads for the target scores about -4."""
 
 
 def _returns(policy_fn, n_episodes=20):
-    env = PixelReach(channels_last=True, fixed_target=True)
+    env = PixelReach(channels_last=True)
     totals = []
     for episode in range(n_episodes):
         obs, _ = env.reset(seed=1000 + episode)
@@ -274,23 +275,38 @@ def _returns(policy_fn, n_episodes=20):
     return float(np.mean(totals))
 
 
-def test_td3_cnn_policy_learns_to_reach_a_target_from_pixels():
+def _best_linear_policy_on_pixels(n_samples=3000, ridge=1.0):
+    """Least squares from the pixels (and a bias) to the ideal action, towards the target at full speed: the
+    task needs the two squares told apart by brightness and subtracted, which no linear map of the pixels does."""
+    env = PixelReach(channels_last=True)
+    pixels, ideal = [], []
+    for i in range(n_samples):
+        obs, _ = env.reset(seed=i)
+        pixels.append(np.append(obs.reshape(-1) / 255.0, 1.0))
+        ideal.append(np.clip((env.target - env.pos) / 0.2, -1.0, 1.0))
+    x, y = np.array(pixels), np.array(ideal)
+    weights = np.linalg.solve(x.T @ x + ridge * np.eye(x.shape[1]), x.T @ y)
+    return lambda obs: np.clip(np.append(obs.reshape(-1) / 255.0, 1.0) @ weights, -1, 1).astype(np.float32)
+
+
+def test_td3_cnn_policy_learns_to_reach_a_random_target_from_pixels():
     rng = np.random.default_rng(0)
-    assert _returns(lambda obs: np.zeros(2, np.float32)) < RETURN_THRESHOLD  # standing still
-    assert _returns(lambda obs: rng.uniform(-1, 1, 2).astype(np.float32)) < RETURN_THRESHOLD  # random actions
+    assert _returns(lambda obs: np.zeros(2, np.float32)) < RETURN_THRESHOLD - 4  # standing still
+    assert _returns(lambda obs: rng.uniform(-1, 1, 2).astype(np.float32)) < RETURN_THRESHOLD - 4  # random actions
+    assert _returns(_best_linear_policy_on_pixels()) < RETURN_THRESHOLD - 1.5  # no linear shortcut (about -15.3)
     model = TD3(
         "CnnPolicy",
-        PixelReach(channels_last=True, fixed_target=True),
+        PixelReach(channels_last=True),
         seed=0,
-        learning_starts=200,
+        learning_starts=500,
         batch_size=64,
-        buffer_size=2000,
+        buffer_size=8000,
         gamma=0.9,
-        actor_learning_rate=1e-4,  # a slower actor keeps tanh from saturating while the critic's features form
+        actor_learning_rate=3e-4,  # a slower actor keeps tanh from saturating while the critic's features form
         action_noise=NormalActionNoise(np.zeros(2), 0.3 * np.ones(2)),
         policy_kwargs=dict(net_arch=[64, 64], features_extractor_kwargs=dict(features_dim=64)),
     )
-    model.learn(2000)
+    model.learn(8000)
     assert _returns(lambda obs: model.predict(obs, deterministic=True)[0]) > RETURN_THRESHOLD
 
 
