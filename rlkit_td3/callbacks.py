@@ -326,6 +326,9 @@ class EvalCallback(EventCallback):
     the mean return improves. When the eval env's final infos carry ``"is_success"`` (goal-reaching envs),
     the share of successful episodes is logged as ``eval/success_rate`` and saved as ``successes``.
 
+    When the model trains on a `VecNormalize` env, its statistics are copied into ``eval_env`` (which must be
+    wrapped the same way; see `sync_envs_normalization`) before each evaluation, as in Stable-Baselines3.
+
     Unlike Stable-Baselines3 (which counts calls, i.e. ``eval_freq × n_envs`` timesteps), ``eval_freq``
     counts env timesteps: an evaluation runs each time ``num_timesteps`` crosses a multiple of it.
 
@@ -425,6 +428,11 @@ class EvalCallback(EventCallback):
     def evaluate(self) -> bool:
         """Run one evaluation now; returns False when a child callback asks to stop training."""
         assert self.model is not None, "callback used before init_callback()"
+        if getattr(self.model, "get_vec_normalize_env", lambda: None)() is not None:
+            from rlkit_td3.vec_env import sync_envs_normalization  # (a module-level import would be circular)
+
+            # evaluate with the training statistics as they stand, as Stable-Baselines3's EvalCallback does
+            sync_envs_normalization(self.training_env, self.eval_env)
         self._is_success_buffer = []
         returns, lengths = evaluate_policy(
             self.model,

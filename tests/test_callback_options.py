@@ -191,3 +191,38 @@ def test_checkpoint_vecnormalize_only_when_asked_and_available(tmp_path):
 def test_checkpoint_bad_flags():
     with pytest.raises(TypeError, match="save_vecnormalize must be a bool, got 'yes'"):
         cb.CheckpointCallback(10, "x", save_vecnormalize="yes")  # type: ignore[arg-type]
+
+
+def test_eval_callback_evaluates_with_the_training_vecnormalize_statistics():
+    from rlkit_td3.env_util import make_vec_env
+    from rlkit_td3.vec_env import VecNormalize
+
+    train_env = VecNormalize(make_vec_env("Pendulum-v1", n_envs=2, seed=0))
+    eval_env = VecNormalize(make_vec_env("Pendulum-v1", n_envs=1, seed=1), training=False, norm_reward=False)
+    seen = []
+
+    class RecordStatistics(cb.BaseCallback):
+        def _on_step(self) -> bool:
+            seen.append((eval_env.obs_rms.mean.copy(), train_env.obs_rms.mean.copy(), eval_env.obs_rms.count))
+            return True
+
+    callback = cb.EvalCallback(
+        eval_env, eval_freq=100, n_eval_episodes=1, callback_after_eval=RecordStatistics(), verbose=0, warn=False
+    )
+    model = TD3("MlpPolicy", train_env, learning_starts=50, policy_kwargs={"net_arch": [8]}, seed=0)
+    model.learn(200, callback=callback)
+    assert len(seen) == 2
+    for eval_mean, train_mean, count in seen:
+        assert count > 1  # the training statistics, not eval_env's untouched ones
+        np.testing.assert_array_equal(eval_mean, train_mean)
+    assert eval_env.obs_rms is not train_env.obs_rms  # a copy: training no longer moves it
+
+
+def test_eval_callback_needs_a_vecnormalize_eval_env_when_training_is_normalised():
+    from rlkit_td3.env_util import make_vec_env
+    from rlkit_td3.vec_env import VecNormalize
+
+    model = TD3("MlpPolicy", VecNormalize(make_vec_env("Pendulum-v1", seed=0)), learning_starts=50, seed=0)
+    callback = cb.EvalCallback(make_vec_env("Pendulum-v1", seed=1), eval_freq=50, n_eval_episodes=1, verbose=0)
+    with pytest.raises(TypeError, match="eval_env must be wrapped like env"):
+        model.learn(100, callback=callback)
