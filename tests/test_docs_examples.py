@@ -5,6 +5,9 @@ Markers, on the line directly before a block:
 - ``<!-- no-test -->`` skips the block (for examples that need hours);
 - ``<!-- continue -->`` runs the block in the namespace of the block before it (a page that builds one example
   over several blocks says so, and the reader sees where to start copying).
+
+A block that only includes a file (``--8<-- "docs/examples/x.py"``, the examples gallery) is not run here: the
+gallery's scripts run as scripts, in tests/test_examples_gallery.py.
 """
 
 from __future__ import annotations
@@ -16,12 +19,17 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+SNIPPET = re.compile(r'--8<-- "[^"]+"')
 BLOCK = re.compile(r"(?:<!-- (?P<mark>no-test|continue) -->\s*\n)?```python\n(?P<code>.*?)```", re.S)
 
 
 def _blocks(page: Path) -> list[tuple[str, bool]]:
     """``(code, continues)`` for each block to run: whether it runs in the previous block's namespace."""
-    return [(m["code"], m["mark"] == "continue") for m in BLOCK.finditer(page.read_text()) if m["mark"] != "no-test"]
+    return [
+        (m["code"], m["mark"] == "continue")
+        for m in BLOCK.finditer(page.read_text())
+        if m["mark"] != "no-test" and not SNIPPET.fullmatch(m["code"].strip())
+    ]
 
 
 def run_blocks(blocks: list[tuple[str, bool]], name: str) -> None:
