@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -68,8 +69,9 @@ def evaluate(args: argparse.Namespace) -> int:
     from rlkit_td3.evaluation import evaluate_policy
 
     model, env_id = _load_run(args.run, args.env)
-    mean, std = evaluate_policy(model, gym.make(env_id), n_eval_episodes=args.episodes, seed=args.seed)
-    print(f"{env_id}: mean return {mean:.2f} ± {std:.2f} over {args.episodes} episodes")
+    episodes = args.episodes if _smoke_timesteps() is None else 1
+    mean, std = evaluate_policy(model, gym.make(env_id), n_eval_episodes=episodes, seed=args.seed)
+    print(f"{env_id}: mean return {mean:.2f} ± {std:.2f} over {episodes} episodes")
     return 0
 
 
@@ -80,8 +82,10 @@ def record(args: argparse.Namespace) -> int:
     if Path(args.out).suffix.lower() not in (".mp4", ".gif"):
         raise UsageError(f"--out must end in .mp4 or .gif, got {args.out!r}")
     model, env_id = _load_run(args.run, args.env)
-    path = record_video(model, env_id, args.out, n_steps=args.steps, seed=args.seed)
-    print(f"wrote {path} ({args.steps} steps of {env_id})")
+    cap = _smoke_timesteps()
+    steps = args.steps if cap is None else min(args.steps, cap)
+    path = record_video(model, env_id, args.out, n_steps=steps, seed=args.seed)
+    print(f"wrote {path} ({steps} steps of {env_id})")
     return 0
 
 
@@ -178,11 +182,29 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+SMOKE_VARIABLE = "RLKIT_TD3_MAX_TIMESTEPS"
+"""Environment variable for a quick try of a command line: every run trains this many steps (or ``--timesteps`` if
+fewer), checkpoints at half of it and is evaluated once at its end on one episode; ``eval`` uses one episode and
+``record`` at most this many steps."""
+
+
+def _smoke_timesteps() -> int | None:
+    """The value of ``RLKIT_TD3_MAX_TIMESTEPS``, if set."""
+    text = os.environ.get(SMOKE_VARIABLE)
+    if text is None:
+        return None
+    try:
+        return _positive_int(text)
+    except argparse.ArgumentTypeError as exc:
+        raise UsageError(f"environment variable {SMOKE_VARIABLE} {exc}") from None
+
+
 def _run_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The values of the options `_add_run_options()` adds, as keyword arguments of a run."""
+    """The values of the options `_add_run_options()` adds, as keyword arguments of a run (cut to
+    ``RLKIT_TD3_MAX_TIMESTEPS`` steps when that variable is set)."""
     from rlkit_td3.experiments import parse_override
 
-    return {
+    options = {
         "timesteps": args.timesteps,
         "preset": args.preset,
         "overrides": dict(parse_override(text) for text in args.hp),
@@ -191,6 +213,13 @@ def _run_options(args: argparse.Namespace) -> dict[str, Any]:
         "eval_episodes": args.eval_episodes,
         "checkpoint_freq": args.checkpoint_freq,
     }
+    cap = _smoke_timesteps()
+    if cap is not None:
+        options["timesteps"] = min(args.timesteps or cap, cap)
+        options["eval_freq"] = min(options["eval_freq"], options["timesteps"])
+        options["checkpoint_freq"] = min(options["checkpoint_freq"], max(1, options["timesteps"] // 2))
+        options["eval_episodes"] = 1
+    return options
 
 
 def _add_run_options(parser: argparse.ArgumentParser) -> None:
