@@ -1,0 +1,49 @@
+"""docs/performance.md: each ratio against SB3 is in the benchmark file, at the commit, that its column cites."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGE = (ROOT / "docs" / "performance.md").read_text()
+SOURCE = re.compile(r"`(?:benchmarks/results/)?(\w+\.txt)` at `([0-9a-f]{7})`")
+
+
+def cited_file(name: str, commit: str) -> str:
+    path = f"benchmarks/results/{name}"
+    return subprocess.run(["git", "-C", str(ROOT), "show", f"{commit}:{path}"], capture_output=True, text=True).stdout
+
+
+def comparison_columns() -> dict[tuple[str, str], list[str]]:
+    """``{(file, commit): [cell, ...]}`` for each machine column of the table of ratios against SB3."""
+    lines = [line for line in PAGE.splitlines() if line.startswith("| ")]
+    (header,) = [line for line in lines if line.startswith("| measurement |")]
+    sources = [SOURCE.search(cell).groups() for cell in header.strip("|").split("|")[1:]]
+    rows = [line.strip("|").split("|")[1:] for line in lines[lines.index(header) + 1 :] if "×" in line]
+    return {source: [row[i] for row in rows] for i, source in enumerate(sources)}
+
+
+def test_each_ratio_and_its_range_are_in_the_cited_benchmark_file():
+    columns = comparison_columns()
+    assert len(columns) == 2 and all(len(cells) == 4 for cells in columns.values())
+    for (name, commit), cells in columns.items():
+        text = cited_file(name, commit)
+        assert text, f"{name} does not exist at {commit}"
+        for cell in cells:
+            ratio, low, high = re.findall(r"\d+\.\d+", cell)
+            assert f"x{ratio} (min {low}, max {high}" in text, f"{cell!r} not in {name} at {commit}"
+
+
+def test_the_speed_table_figures_are_in_the_cited_files():
+    checked = 0
+    for line in PAGE.splitlines():
+        match = SOURCE.search(line)
+        if line.startswith("| 2-core") and match:
+            text = cited_file(*match.groups())
+            measured = [round(float(x)) for x in re.findall(r"rlkit_td3\s+(\d+\.\d+)\s+SB3", text)]
+            shown = [int(x) for x in re.findall(r"(\d+) env steps/s", line)]
+            assert shown and shown == measured, f"{line!r}: the file {match.groups()} says {measured}"
+            checked += 1
+    assert checked == 2
