@@ -53,7 +53,7 @@ def test_custom_callback(tmp_path):
 
 def test_save_and_resume(tmp_path):
     out = run_example("save_and_resume.py", tmp_path)
-    assert "resumed from step 1000 to 1400; weights equal to the uninterrupted run's: True" in out
+    assert "resumed from step 1000 to 1400;\nweights equal to the uninterrupted run's: True" in out
 
 
 def test_td3_vs_ddpg(tmp_path):

@@ -1,8 +1,11 @@
-"""A PyBullet robot (HalfCheetahBulletEnv-v0) trained briefly, then filmed with VecVideoRecorder.
+"""A PyBullet robot (HalfCheetahBulletEnv-v0) trained briefly, then filmed with
+VecVideoRecorder.
 
-The Bullet ids are registered by ``import rlkit_td3`` (through pybullet_envs_gymnasium); the video needs the
-``video`` extra (imageio with ffmpeg). Run: ``python docs/examples/bullet_video.py`` (about 15 minutes on one core;
-a cheetah starts to run after some 50k steps, see the Results page); ``RLKIT_EXAMPLES_FAST=1`` for a short run.
+The Bullet ids are registered by ``import rlkit_td3`` (through
+pybullet_envs_gymnasium); the video needs the ``video`` extra (imageio with
+ffmpeg). Run: ``python docs/examples/bullet_video.py`` (about 15 minutes on one
+core; a cheetah starts to run after some 50k steps, see the Results page);
+``RLKIT_EXAMPLES_FAST=1`` for a short run.
 """
 
 import os
@@ -17,12 +20,21 @@ FAST = os.environ.get("RLKIT_EXAMPLES_FAST") == "1"
 torch.set_num_threads(1)
 ENV_ID = "HalfCheetahBulletEnv-v0"
 
-model = TD3("MlpPolicy", ENV_ID, learning_starts=1_000 if not FAST else 100, seed=0)
+model = TD3(
+    "MlpPolicy", ENV_ID, learning_starts=1_000 if not FAST else 100, seed=0
+)
 model.learn(300 if FAST else 60_000)
 
 video_length = 100 if FAST else 1_000
-env = make_vec_env(ENV_ID, n_envs=1, seed=0, env_kwargs={"render_mode": "rgb_array"})
-env = VecVideoRecorder(env, "videos", record_video_trigger=lambda step: step == 0, video_length=video_length)
+env = make_vec_env(
+    ENV_ID, n_envs=1, seed=0, env_kwargs={"render_mode": "rgb_array"}
+)
+env = VecVideoRecorder(
+    env,
+    "videos",
+    record_video_trigger=lambda step: step == 0,
+    video_length=video_length,
+)
 obs = env.reset()
 for _ in range(video_length + 1):
     action, _ = model.predict(obs, deterministic=True)

@@ -1,6 +1,8 @@
-"""Checkpoint a run in the middle and resume it from the file: it ends bit for bit where the uninterrupted run ends.
+"""Checkpoint a run in the middle and resume it from the file: it ends bit for
+bit where the uninterrupted run ends.
 
-Run: ``python docs/examples/save_and_resume.py`` (``RLKIT_EXAMPLES_FAST=1`` for a short run).
+Run: ``python docs/examples/save_and_resume.py`` (``RLKIT_EXAMPLES_FAST=1`` for
+a short run).
 """
 
 import os
@@ -13,11 +15,13 @@ from rlkit_td3.callbacks import BaseCallback
 
 FAST = os.environ.get("RLKIT_EXAMPLES_FAST") == "1"
 torch.set_num_threads(1)
-CHECKPOINT_AT, TOTAL = (1_000, 1_400) if FAST else (6_000, 10_000)  # 1_000, 6_000: Pendulum episode boundaries
+CHECKPOINT_AT, TOTAL = (
+    (1_000, 1_400) if FAST else (6_000, 10_000)
+)  # 1_000, 6_000: Pendulum episode boundaries
 
 
 class SaveAt(BaseCallback):
-    """Write a checkpoint (the model file with the replay buffer inside) at one step of the run."""
+    """Write a checkpoint (the model with its replay buffer) at one step."""
 
     def __init__(self, step: int, path: str) -> None:
         super().__init__()
@@ -29,7 +33,9 @@ class SaveAt(BaseCallback):
         return True
 
 
-settings = dict(learning_starts=500, policy_kwargs={"net_arch": [64, 64]}, seed=0)
+settings = dict(
+    learning_starts=500, policy_kwargs={"net_arch": [64, 64]}, seed=0
+)
 straight = TD3("MlpPolicy", "Pendulum-v1", **settings)
 straight.learn(TOTAL, callback=SaveAt(CHECKPOINT_AT, "checkpoint.zip"))
 
@@ -37,5 +43,9 @@ straight.learn(TOTAL, callback=SaveAt(CHECKPOINT_AT, "checkpoint.zip"))
 resumed = TD3.load("checkpoint.zip", env=gym.make("Pendulum-v1"))
 resumed.learn(TOTAL - CHECKPOINT_AT, reset_num_timesteps=False)
 
-same = all(torch.equal(a, b) for a, b in zip(straight.policy.parameters(), resumed.policy.parameters()))
-print(f"resumed from step {CHECKPOINT_AT} to {resumed.num_timesteps}; weights equal to the uninterrupted run's: {same}")
+same = all(
+    torch.equal(a, b)
+    for a, b in zip(straight.policy.parameters(), resumed.policy.parameters())
+)
+print(f"resumed from step {CHECKPOINT_AT} to {resumed.num_timesteps};")
+print(f"weights equal to the uninterrupted run's: {same}")
