@@ -30,9 +30,8 @@ model = TD3(
 model.learn(total_timesteps=1_500 if FAST else 15_000)
 
 mean_return, std_return = evaluate_policy(model, env, n_eval_episodes=5)
-print(
-    f"mean return {mean_return:.1f} +- {std_return:.1f}"
-)  # about -150 after 15k steps: swung up and held
+# After 15k steps: -265.1 +- 81.3 here (a random policy: about -1,200).
+print(f"mean return {mean_return:.1f} +- {std_return:.1f}")
 
 model.save("td3_pendulum")  # writes td3_pendulum.zip, as Stable-Baselines3 does
 loaded = TD3.load("td3_pendulum")
