@@ -43,6 +43,7 @@ from rlkit_td3.utils import (
     _check_float,
     _check_int,
     _parse_train_freq,
+    warn_thread_oversubscription,
 )
 from rlkit_td3.vec_env.training_env import (
     _all_fit_float32,
@@ -343,6 +344,7 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         if self.torch_num_threads is not None:
             torch.set_num_threads(_check_int("torch_num_threads", self.torch_num_threads, 1))
         self._learn_num_threads = torch.get_num_threads()
+        warn_thread_oversubscription()
         try:
             callback.init_callback(self)
             callback.on_training_start(locals(), globals())

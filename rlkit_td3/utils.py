@@ -1,12 +1,14 @@
 """Small helpers with Stable-Baselines3's names (``stable_baselines3.common.utils``'s counterpart).
 
 Seeding, the device, Polyak averaging, schedule constructors, ``safe_mean``, the run-id lookup of the logger
-set-up, and the argument validators the algorithms share.
+set-up, the argument validators the algorithms share, and the check of torch's thread count against the CPUs.
 """
 
 from __future__ import annotations
 
+import os
 import random
+import warnings
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,67 @@ import torch
 from rlkit_td3.schedules import ConstantSchedule, LinearSchedule, Schedule
 
 _TRAIN_FREQ_UNITS = ("step", "episode")
+
+
+class ThreadOversubscriptionWarning(UserWarning):
+    """torch's intra-op threads compete with other work for the CPUs: updates can become 10-35x slower (see the
+    Tips page). Fix: ``torch.set_num_threads(1)`` (or ``OMP_NUM_THREADS=1``), one thread per run."""
+
+
+_thread_warning_given = False
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask where the OS has one, else ``os.cpu_count()``)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def thread_oversubscription(threads: int | None = None) -> str | None:
+    """Why ``threads`` torch intra-op threads (default: the current count) risk oversubscribing the CPUs now, or
+    ``None``.
+
+    A risk: more threads than usable CPUs, or threads plus the 1-minute load average (other work, this process's
+    recent work included) above the usable CPUs by more than half a CPU. OpenMP threads wait for each other at
+    every matrix product, so one descheduled thread stalls them all: on a loaded 2-core machine torch's default
+    2 threads made updates 10-35x slower than 1 thread.
+    """
+    threads = torch.get_num_threads() if threads is None else threads
+    if threads <= 1:
+        return None
+    cpus = usable_cpus()
+    if threads > cpus:
+        return f"torch uses {threads} intra-op threads on {cpus} usable CPU(s)"
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):  # no load average (Windows)
+        return None
+    if load + threads > cpus + 0.5:
+        return (
+            f"torch uses {threads} intra-op threads while other work keeps the CPUs busy (1-minute load average "
+            f"{load:.1f} on {cpus} usable CPU(s))"
+        )
+    return None
+
+
+def warn_thread_oversubscription(stacklevel: int = 3) -> None:
+    """Warn once per process with `ThreadOversubscriptionWarning` when `thread_oversubscription()` sees a risk;
+    ``learn`` calls it after setting its thread count."""
+    global _thread_warning_given
+    if _thread_warning_given:
+        return
+    reason = thread_oversubscription()
+    if reason is None:
+        return
+    _thread_warning_given = True
+    warnings.warn(
+        f"{reason}: updates can become 10-35x slower than with one thread. Call torch.set_num_threads(1) before "
+        "learn() (or set OMP_NUM_THREADS=1), one thread per run (a loaded model: model.torch_num_threads = 1); "
+        "see the Tips page of the docs. Shown once per process.",
+        ThreadOversubscriptionWarning,
+        stacklevel=stacklevel,
+    )
 
 
 class NonFiniteError(FloatingPointError):
