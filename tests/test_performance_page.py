@@ -18,10 +18,12 @@ def cited_file(name: str, commit: str) -> str:
 
 def comparison_columns() -> dict[tuple[str, str], list[str]]:
     """``{(file, commit): [cell, ...]}`` for each machine column of the table of ratios against SB3."""
-    lines = [line for line in PAGE.splitlines() if line.startswith("| ")]
-    (header,) = [line for line in lines if line.startswith("| measurement |")]
+    page = PAGE.splitlines()
+    (start,) = [i for i, line in enumerate(page) if line.startswith("| measurement |")]
+    end = next(i for i in range(start, len(page)) if not page[i].startswith("|"))  # the table ends
+    header, lines = page[start], page[start + 1 : end]
     sources = [SOURCE.search(cell).groups() for cell in header.strip("|").split("|")[1:]]
-    rows = [line.strip("|").split("|")[1:] for line in lines[lines.index(header) + 1 :] if "×" in line]
+    rows = [line.strip("|").split("|")[1:] for line in lines if "×" in line]
     return {source: [row[i] for row in rows] for i, source in enumerate(sources)}
 
 
