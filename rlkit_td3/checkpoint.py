@@ -309,7 +309,13 @@ def save(model: Any, path: str | os.PathLike[str], include_buffer: bool = False)
         policy_json["features_extractor_class"] = class_to_name(
             policy_kwargs["features_extractor_class"], FEATURES_EXTRACTORS
         )
-    for key in ("features_extractor_kwargs", "share_features_extractor", "normalize_images", "critic_layer_norm"):
+    for key in (
+        "features_extractor_kwargs",
+        "share_features_extractor",
+        "normalize_images",
+        "critic_layer_norm",
+        "normalize_obs",
+    ):
         if key in policy_kwargs:
             policy_json[key] = policy_kwargs[key]
     if model.action_noise is None:
@@ -697,6 +703,7 @@ def _fill_from_file(
         "features_extractor_kwargs",
         "share_features_extractor",
         "critic_layer_norm",
+        "normalize_obs",
     }
     if model.policy_class is TD3Policy and not beyond_mlp & set(model.policy_kwargs):
         _check_policy_size(observation_space, action_space, model.policy_kwargs, tensors["policy"])

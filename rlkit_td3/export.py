@@ -159,6 +159,11 @@ def exportable_actor(
             obs_mean, obs_var = rms.mean, rms.var
         clip_obs = getattr(normalizer, "clip_obs", 10.0) if clip_obs is None else clip_obs
         epsilon = getattr(normalizer, "epsilon", 1e-8) if epsilon is None else epsilon
+    if normalizer is None and obs_mean is None and obs_var is None and policy.obs_normalizer is not None:
+        own = policy.obs_normalizer  # the policy's own statistics (normalize_obs=True)
+        obs_mean, obs_var = own.mean.cpu().numpy(), own.var.cpu().numpy()
+        clip_obs = own.clip_obs if clip_obs is None else clip_obs
+        epsilon = own.epsilon if epsilon is None else epsilon
     space = policy.action_space
     return ExportableActor(
         policy.actor,

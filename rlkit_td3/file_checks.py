@@ -318,7 +318,7 @@ def entry_byte_limits(metadata: dict[str, Any]) -> dict[str, int]:
     except (KeyError, TypeError, AttributeError) as exc:
         raise ModelFileError(f"{METADATA_ENTRY}: malformed ({type(exc).__name__}: {exc})") from exc
     limits = {METADATA_ENTRY: MAX_ENTRY_BYTES, PICKLE_ENTRY: MAX_ENTRY_BYTES}
-    extractor_keys = {"features_extractor_class", "features_extractor_kwargs", "critic_layer_norm"}
+    extractor_keys = {"features_extractor_class", "features_extractor_kwargs", "critic_layer_norm", "normalize_obs"}
     if policy_class == "MlpPolicy" and not extractor_keys & set(metadata["policy"].get("kwargs") or {}):
         actor, critic, n_tensors = network_sizes(metadata)
         slack = ENTRY_OVERHEAD_BYTES + TENSOR_OVERHEAD_BYTES * 3 * n_tensors

@@ -369,6 +369,7 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         self._env_seeded = True
         obs, _ = self._venv.reset(seed=seed)
         self._check_reset_obs(obs, np.ones(self.n_envs, dtype=bool))
+        self.policy.update_obs_statistics(obs)
         self._last_obs = obs
         self._needs_reset = np.zeros(self.n_envs, dtype=bool)
         self._pending_reset_step = False
@@ -406,6 +407,7 @@ class OffPolicyAlgorithm(BaseAlgorithm):
                 finite = all(_all_fit_float32(infos["final_obs"][i]) for i in np.flatnonzero(dones))
             if not finite:
                 self._raise_non_finite(new_obs, rewards, infos, dones)
+            self.policy.update_obs_statistics(new_obs)
             self.num_timesteps += self.n_envs
             rollout["calls"] += 1
             valid = self._store_transition(obs, new_obs, actions, rewards, terminated, truncated, dones, infos)
@@ -480,6 +482,7 @@ class OffPolicyAlgorithm(BaseAlgorithm):
             stats.episode_start_times[mask] = time.perf_counter()
             stats.prev_dones[mask] = False
         self._check_reset_obs(reset_obs, mask)
+        self.policy.update_obs_statistics(obs_rows(reset_obs, mask))
         self._last_obs = obs_where(mask, reset_obs, self._last_obs)
         self._needs_reset = np.zeros(self.n_envs, dtype=bool)
 
@@ -574,7 +577,7 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         critic_before, actor_before = self._critic_loss_sum.clone(), self._actor_loss_sum.clone()
         for _ in range(gradient_steps):
             self._n_updates += 1
-            batch = self.replay_buffer.sample(batch_size)
+            batch = self.policy.normalize_batch(self.replay_buffer.sample(batch_size))  # as-is without normalize_obs
             self._train_step(batch, update_actor=self._n_updates % self.policy_delay == 0)
             if self._n_updates % MOMENT_FLUSH_EVERY == 0:
                 flush_tiny_moments(self.policy.critic_optimizer)

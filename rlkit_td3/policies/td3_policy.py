@@ -27,6 +27,7 @@ import torch
 from gymnasium import spaces
 from torch import nn
 
+from rlkit_td3.policies.obs_normalizer import ObsNormalizer
 from rlkit_td3.preprocessing import is_image_space, preprocess_obs
 from rlkit_td3.serialization import (
     FORMAT_NAME,
@@ -335,6 +336,9 @@ class TD3Policy(nn.Module):
             critic loss sees its features without gradient, as in SB3).
         normalize_images: scale image observations (see `rlkit_td3.preprocessing.is_image_space`) to [0, 1].
         critic_layer_norm: a LayerNorm after each hidden layer of the critics (per-critic gain and bias).
+        normalize_obs: keep running statistics of the observations collected by ``learn`` and give the networks
+            normalised observations (`rlkit_td3.policies.obs_normalizer.ObsNormalizer`; Box observations that
+            are not images). The statistics are saved with the model.
     """
 
     default_features_extractor_class: type[BaseFeaturesExtractor] = FlattenExtractor
@@ -356,6 +360,7 @@ class TD3Policy(nn.Module):
         share_features_extractor: bool = False,
         normalize_images: bool = True,
         critic_layer_norm: bool = False,
+        normalize_obs: bool = False,
     ):
         super().__init__()
         if not isinstance(action_space, spaces.Box):
@@ -373,6 +378,7 @@ class TD3Policy(nn.Module):
             ("share_features_extractor", share_features_extractor),
             ("normalize_images", normalize_images),
             ("critic_layer_norm", critic_layer_norm),
+            ("normalize_obs", normalize_obs),
         ):
             if not isinstance(flag, (bool, np.bool_)):
                 raise TypeError(f"{name} must be a bool, got {flag!r}")
@@ -404,6 +410,13 @@ class TD3Policy(nn.Module):
         self.share_features_extractor = bool(share_features_extractor)
         self.normalize_images = bool(normalize_images)
         self.critic_layer_norm = bool(critic_layer_norm)
+        self.normalize_obs = bool(normalize_obs)
+        if self.normalize_obs and (not isinstance(observation_space, spaces.Box) or is_image_space(observation_space)):
+            raise ValueError(
+                f"normalize_obs=True needs a Box observation space that is not an image, got {observation_space!r} "
+                "(Dict observations: wrap the env in rlkit_td3.vec_env.VecNormalize with norm_obs_keys)"
+            )
+        self.obs_normalizer = ObsNormalizer(observation_space.shape) if self.normalize_obs else None
 
         action_dim = int(np.prod(action_space.shape))
         # Built in this order (actor extractor, actor MLP, critic extractor, critic MLPs), each drawing its
@@ -494,13 +507,32 @@ class TD3Policy(nn.Module):
     def forward(self, obs: torch.Tensor, deterministic: bool = False) -> torch.Tensor:
         """Deterministic action in normalised units (``deterministic`` is accepted for SB3 and ignored: the
         actor is deterministic)."""
-        return self.actor(obs)
+        return self.actor(self.normalize_observations(obs))
 
     @torch.no_grad()
     def actor_numpy(self, obs: np.ndarray | dict[str, np.ndarray]) -> np.ndarray:
         """Normalised actions for a batch of observations given as NumPy (a dict of arrays for a `Dict`
         space), returned as NumPy."""
-        return self.actor(self._as_tensor(obs)).cpu().numpy()
+        return self.actor(self.normalize_observations(self._as_tensor(obs))).cpu().numpy()
+
+    def normalize_observations(self, obs: Any) -> Any:
+        """``obs`` as the networks see it: normalised with ``normalize_obs``, else unchanged."""
+        return obs if self.obs_normalizer is None else self.obs_normalizer(obs)
+
+    def normalize_batch(self, batch: Any) -> Any:
+        """A replay batch (a NamedTuple) with both observations normalised (``normalize_obs``), else ``batch``."""
+        if self.obs_normalizer is None:
+            return batch
+        return batch._replace(
+            observations=self.obs_normalizer(batch.observations),
+            next_observations=self.obs_normalizer(batch.next_observations),
+        )
+
+    def update_obs_statistics(self, obs: Any) -> None:
+        """Add raw observations to the ``normalize_obs`` statistics (nothing without it); ``learn`` calls it
+        with every observation the env returns."""
+        if self.obs_normalizer is not None:
+            self.obs_normalizer.update(obs)
 
     def _as_tensor(self, obs: Any) -> Any:
         """A NumPy batch as float32 tensor(s) on the policy's device (images keep their 0-255 values)."""
@@ -535,6 +567,8 @@ class TD3Policy(nn.Module):
             kwargs["normalize_images"] = False
         if self.critic_layer_norm:
             kwargs["critic_layer_norm"] = True
+        if self.normalize_obs:
+            kwargs["normalize_obs"] = True
         return kwargs
 
     # ------------------------------------------------------------------ Stable-Baselines3's BasePolicy API
@@ -875,6 +909,9 @@ def _check_state_shapes(
     layer_norm = kwargs.get("critic_layer_norm", False)
     if not isinstance(layer_norm, bool):
         raise ModelFileError(f"critic_layer_norm must be a bool, got {layer_norm!r}")
+    normalize_obs = kwargs.get("normalize_obs", False)
+    if not isinstance(normalize_obs, bool):
+        raise ModelFileError(f"normalize_obs must be a bool, got {normalize_obs!r}")
     try:
         _check_observation_space(observation_space, extractor)
         features_dim, extractor_shapes = extractor_state_shapes(extractor, observation_space, extractor_kwargs)
@@ -889,6 +926,9 @@ def _check_state_shapes(
         share,
         layer_norm,
     )
+    if normalize_obs and isinstance(observation_space, spaces.Box):  # the statistics: mean, var, count
+        shape = tuple(observation_space.shape)
+        expected.update({"obs_normalizer.mean": shape, "obs_normalizer.var": shape, "obs_normalizer.count": ()})
     stored = {name: tuple(tensor.shape) for name, tensor in state.items()}
     if policy_cls in (TD3Policy, CnnPolicy, MultiInputPolicy) and set(stored) != set(expected):
         missing, extra = _few(set(expected) - set(stored)), _few(set(stored) - set(expected))
