@@ -196,3 +196,14 @@ def test_td3_learns_from_badly_scaled_observations_with_normalize_obs():
     model.learn(6000)
     mean, _ = evaluate_policy(model, Scaled(gym.make("Pendulum-v1")), n_eval_episodes=5, seed=1, warn=False)
     assert mean > -600
+
+
+def test_a_policy_saved_on_its_own_keeps_its_statistics(tmp_path):
+    from rlkit_td3.policies import TD3Policy
+
+    model = TD3("MlpPolicy", "Pendulum-v1", learning_starts=50, policy_kwargs=SMALL, seed=0).learn(120)
+    model.policy.save(tmp_path / "policy.zip")
+    policy = TD3Policy.load(tmp_path / "policy.zip")
+    assert torch.equal(policy.obs_normalizer.var, model.policy.obs_normalizer.var)
+    obs = np.random.default_rng(2).uniform(-5, 5, (100, 3)).astype(np.float32)
+    np.testing.assert_array_equal(policy.predict(obs)[0], model.predict(obs)[0])

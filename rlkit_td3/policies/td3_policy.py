@@ -658,7 +658,7 @@ class TD3Policy(nn.Module):
         self.set_training_mode(False)
         obs, vectorized = self.obs_to_tensor(observation)
         with torch.no_grad():
-            scaled = self.actor(obs).cpu().numpy()
+            scaled = self.actor(self.normalize_observations(obs)).cpu().numpy()
         actions = self.unscale_action(scaled.reshape(len(scaled), *self.action_space.shape))
         return (actions if vectorized else actions[0]), state
 
