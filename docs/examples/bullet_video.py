@@ -3,8 +3,9 @@ VecVideoRecorder.
 
 The Bullet ids are registered by ``import rlkit_td3`` (through
 pybullet_envs_gymnasium); the video needs the ``video`` extra (imageio with
-ffmpeg). Run: ``python docs/examples/bullet_video.py`` (about 15 minutes on one
-core; a cheetah starts to run after some 50k steps, see the Results page);
+ffmpeg). Run: ``python docs/examples/bullet_video.py`` (60,000 steps: 10 to 20
+minutes on one core at the speeds of the Performance page; the Results page
+shows how far TD3 gets on this robot in 100,000 steps);
 ``RLKIT_EXAMPLES_FAST=1`` for a short run.
 """
 

@@ -3,7 +3,7 @@ evaluation.
 
 TD3 is DDPG plus three switches (twin critics, target policy smoothing, delayed
 actor updates); everything else here is equal. Run: ``python
-docs/examples/td3_vs_ddpg.py`` (about 10 minutes on one core; more seeds and
+docs/examples/td3_vs_ddpg.py`` (4.5 minutes on one core here; more seeds and
 steps give a clearer answer, see the "Comparing DDPG and TD3" page for the
 `rlkit-td3 compare` command). ``RLKIT_EXAMPLES_FAST=1`` runs a short smoke
 version.
