@@ -57,27 +57,14 @@ def extract_reference(ref: str, folder: Path) -> str:
 
 def build(package: str, algo: str, env, buffer_size: int = 100_000, learning_starts: int = 1000, seed: int = 0):
     """``benchmarks/throughput.py``'s model, from ``package`` (``rlkit_td3`` or ``rlkit_td3_ref``)."""
-    from throughput import BATCH, NET
+    from throughput import model_kwargs
 
     module = importlib.import_module(package)
     noise = importlib.import_module(f"{package}.noise")
     dim = int(np.prod(env.action_space.shape))
     cls = {"td3": module.TD3, "ddpg": module.DDPG}[algo]
-    return cls(
-        "MlpPolicy",
-        env,
-        learning_rate=1e-3,
-        buffer_size=buffer_size,
-        learning_starts=learning_starts,
-        batch_size=BATCH,
-        tau=0.005,
-        gamma=0.99,
-        train_freq=1,
-        gradient_steps=1,
-        action_noise=noise.NormalActionNoise(np.zeros(dim), 0.1 * np.ones(dim)),
-        policy_kwargs={"net_arch": NET},
-        seed=seed,
-    )
+    action_noise = noise.NormalActionNoise(np.zeros(dim), 0.1 * np.ones(dim))
+    return cls("MlpPolicy", env, action_noise=action_noise, **model_kwargs(buffer_size, learning_starts, seed))
 
 
 def learn_rate(package: str, env_id: str, warmup: int, steps: int, seed: int) -> float:

@@ -63,8 +63,9 @@ class ShapeEnv(gym.Env):
 # models
 
 
-def build(library: str, algo: str, env, buffer_size: int = 100_000, learning_starts: int = 1000, seed: int = 0):
-    kwargs = dict(
+def model_kwargs(buffer_size: int, learning_starts: int, seed: int) -> dict:
+    """The constructor settings every library gets (noise aside), shared with ``benchmarks/old_vs_new.py``."""
+    return dict(
         learning_rate=1e-3,
         buffer_size=buffer_size,
         learning_starts=learning_starts,
@@ -76,6 +77,10 @@ def build(library: str, algo: str, env, buffer_size: int = 100_000, learning_sta
         policy_kwargs={"net_arch": NET},
         seed=seed,
     )
+
+
+def build(library: str, algo: str, env, buffer_size: int = 100_000, learning_starts: int = 1000, seed: int = 0):
+    kwargs = model_kwargs(buffer_size, learning_starts, seed)
     dim = int(np.prod(env.action_space.shape))
     if library == "rlkit_td3":
         from rlkit_td3.noise import NormalActionNoise
