@@ -3,8 +3,8 @@
 Two measurements at batch 256, net [400, 300], obs 26 / act 6 (HalfCheetahBulletEnv-v0's sizes), with
 ``--capacity`` transitions stored (default 1M, the default ``buffer_size``):
 
-* **update**: ms per gradient step of ``model.train`` for plain TD3, ``n_steps=3``, PER, LAP and PER with
-  ``n_steps=3``, and each one's ratio to plain TD3 timed in the same round (median over rounds).
+* **update**: ms per gradient step of ``model.train`` for plain TD3, ``n_steps=3``, PER, LAP, PER with
+  ``n_steps=3``, LayerNorm critics and the combinations considered for the TD3+ preset, and each one's ratio to plain TD3 timed in the same round (median over rounds).
 * **replay overhead**: the prioritized buffers' own work per update (``sample`` from the sum-tree plus
   ``update_priorities``), as a fraction of a plain TD3 update timed in the same round; the uniform buffer's
   ``sample`` is shown for comparison. (Acceptance of issue 16: at most 15 %.)
@@ -37,12 +37,19 @@ VARIANTS = {
     "PER": dict(replay_buffer_class=PrioritizedReplayBuffer),
     "LAP": dict(replay_buffer_class=LAPReplayBuffer),
     "PER + n_steps=3": dict(replay_buffer_class=PrioritizedReplayBuffer, n_steps=3),
+    "LAP + n_steps=3 (TD3+ preset)": dict(replay_buffer_class=LAPReplayBuffer, n_steps=3),
+    "LayerNorm critics": dict(policy_kwargs={"critic_layer_norm": True}),
+    "n_steps=3 + LayerNorm critics": dict(n_steps=3, policy_kwargs={"critic_layer_norm": True}),
+    "LAP + n_steps=3 + LayerNorm critics": dict(
+        replay_buffer_class=LAPReplayBuffer, n_steps=3, policy_kwargs={"critic_layer_norm": True}
+    ),
 }
 EPISODE = 1000
 
 
-def build(capacity: int, storage: ReplayBuffer | None, **kwargs) -> TD3:
-    model = TD3("MlpPolicy", ShapeEnv(), buffer_size=capacity, batch_size=BATCH, policy_kwargs={"net_arch": NET},
+def build(capacity: int, storage: ReplayBuffer | None, policy_kwargs: dict | None = None, **kwargs) -> TD3:
+    policy_kwargs = {"net_arch": NET, **(policy_kwargs or {})}
+    model = TD3("MlpPolicy", ShapeEnv(), buffer_size=capacity, batch_size=BATCH, policy_kwargs=policy_kwargs,
                 seed=0, **kwargs)  # fmt: skip
     buf = model.replay_buffer
     if storage is None:

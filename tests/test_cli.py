@@ -94,3 +94,14 @@ def test_resume_a_killed_train_reaches_the_requested_total(tmp_path, capsys):
     assert "holds the checkpoints of an earlier run; pass resume=True (--resume)" in capsys.readouterr().err
     assert main([*argv[3:], "--resume", "--hp", *SMALL[1:4], "gamma=0.5"]) == 2
     assert "it was made with gamma=0.99, not 0.5" in capsys.readouterr().err
+
+
+def test_train_with_the_plus_preset(tmp_path, capsys):
+    out = tmp_path / "plus"
+    argv = ["train", "--algo", "td3", "--env", "Pendulum-v1", "--timesteps", "400", "--out", str(out)]
+    assert main([*argv, "--preset", "plus", "--eval-freq", "400", "--eval-episodes", "1", *SMALL]) == 0
+    config = json.loads((out / "config.json").read_text())
+    assert (config["hyperparameters"]["n_steps"], config["hyperparameters"]["replay_buffer"]) == (3, "lap")
+    assert config["origins"]["replay_buffer"] == "preset:plus"
+    model = TD3.load(out / "model.zip")
+    assert model.n_steps == 3 and type(model.replay_buffer).__name__ == "LAPReplayBuffer"

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from rlkit_td3 import DDPG, TD3
+from rlkit_td3.buffers import LAPReplayBuffer, NStepReplayBuffer, PrioritizedReplayBuffer
 from rlkit_td3.envs import BULLET_ENV_IDS
 from rlkit_td3.experiments import ConfigError, load_presets, make_model, parse_override, resolve_config
 from rlkit_td3.noise import OrnsteinUhlenbeckActionNoise
@@ -82,3 +83,36 @@ def test_ddpg_switches_are_fixed():
     # the paper preset's TD3 smoothing/delay values do not leak into DDPG
     hp = resolve_config("ddpg", "HopperBulletEnv-v0", "paper")["hyperparameters"]
     assert (hp["policy_delay"], hp["target_policy_noise"], hp["target_noise_clip"]) == (1, 0.0, 0.0)
+
+
+def test_plus_preset_is_the_zoo_with_three_step_returns_and_lap():
+    zoo = resolve_config("td3", "HalfCheetahBulletEnv-v0", "zoo")["hyperparameters"]
+    plus = resolve_config("td3", "HalfCheetahBulletEnv-v0", "plus")
+    hp = plus["hyperparameters"]
+    assert {k: v for k, v in hp.items() if k not in ("n_steps", "replay_buffer")} == {
+        k: v for k, v in zoo.items() if k not in ("n_steps", "replay_buffer")
+    }
+    assert (hp["n_steps"], hp["replay_buffer"], hp["critic_layer_norm"]) == (3, "lap", False)
+    assert (zoo["n_steps"], zoo["replay_buffer"]) == (1, "uniform")
+    assert plus["origins"]["learning_rate"] == "preset:plus" and "LAP" in plus["source"]
+    model = make_model(plus, "Pendulum-v1", seed=0)
+    assert isinstance(model.replay_buffer, LAPReplayBuffer) and model.replay_buffer.n_steps == 3
+    ddpg = resolve_config("ddpg", "HopperBulletEnv-v0", "plus")["hyperparameters"]
+    assert (ddpg["n_steps"], ddpg["replay_buffer"], ddpg["policy_delay"], ddpg["target_policy_noise"]) == (
+        3,
+        "lap",
+        1,
+        0.0,
+    )
+
+
+def test_replay_buffer_and_layer_norm_keys():
+    per = make_model(resolve_config("td3", "Pendulum-v1", None, {"replay_buffer": "prioritized"}), "Pendulum-v1")
+    assert type(per.replay_buffer) is PrioritizedReplayBuffer and per.policy.critic_layer_norm is False
+    config = resolve_config("td3", "Pendulum-v1", None, {"critic_layer_norm": True, "n_steps": 2})
+    model = make_model(config, "Pendulum-v1")
+    assert model.policy.critic_layer_norm is True and type(model.replay_buffer) is NStepReplayBuffer
+    with pytest.raises(ConfigError, match="replay_buffer must be one of .*'lap'.*got 'rank'"):
+        resolve_config("td3", "Pendulum-v1", None, {"replay_buffer": "rank"})
+    with pytest.raises(ConfigError, match="critic_layer_norm must be true or false, got 1"):
+        resolve_config("td3", "Pendulum-v1", None, {"critic_layer_norm": 1})

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from rlkit_td3.buffers import LAPReplayBuffer, PrioritizedReplayBuffer, ReplayBuffer
 from rlkit_td3.ddpg import DDPG
 from rlkit_td3.noise import NormalActionNoise, OrnsteinUhlenbeckActionNoise
 from rlkit_td3.schedules import LinearSchedule
@@ -46,16 +47,25 @@ _CONSTRUCTOR_KEYS = (
     "optimize_memory_usage",
     "n_steps",
 )
-_EXTRA_KEYS = ("n_timesteps", "net_arch", "noise_type", "noise_std")
+_EXTRA_KEYS = ("n_timesteps", "net_arch", "noise_type", "noise_std", "replay_buffer", "critic_layer_norm")
 HYPERPARAMETERS: tuple[str, ...] = _CONSTRUCTOR_KEYS + _EXTRA_KEYS
 """Every key a preset or an override may set."""
 NOISE_TYPES = ("normal", "ornstein-uhlenbeck", "none")
+REPLAY_BUFFERS: dict[str, type[ReplayBuffer]] = {
+    "uniform": ReplayBuffer,
+    "prioritized": PrioritizedReplayBuffer,
+    "lap": LAPReplayBuffer,
+}
+"""The values of the ``replay_buffer`` key and the buffer class each selects (``uniform`` becomes
+``NStepReplayBuffer`` when ``n_steps`` > 1; the prioritized buffers handle n-step returns themselves)."""
 
 _DEFAULTS_NOT_IN_SIGNATURE = {
     "n_timesteps": 1_000_000,
     "net_arch": [400, 300],
     "noise_type": "normal",
     "noise_std": 0.1,
+    "replay_buffer": "uniform",
+    "critic_layer_norm": False,
 }
 _SWITCHES = ("policy_delay", "target_policy_noise", "target_noise_clip")
 _DDPG_SWITCHES = {"policy_delay": 1, "target_policy_noise": 0.0, "target_noise_clip": 0.0}
@@ -110,6 +120,8 @@ def _preset_layers(preset: str, algo: str, env_id: str) -> list[tuple[dict[str, 
     if preset not in presets:
         raise ConfigError(f"unknown preset {preset!r}{_did_you_mean(preset, presets)}")
     tables = presets[preset]
+    parent = tables.get("extends")
+    inherited_layers = _preset_layers(parent, algo, env_id) if parent is not None else []
     own = tables.get(algo, {})
     base = tables.get(own.get("same_as", algo), {}) if "same_as" in own else {}
     layers = [
@@ -118,7 +130,7 @@ def _preset_layers(preset: str, algo: str, env_id: str) -> list[tuple[dict[str, 
         (base.get(env_id, {}), True),
         (own.get(env_id, {}), False),
     ]
-    return [(layer, inherited) for layer, inherited in layers if layer]
+    return inherited_layers + [(layer, inherited) for layer, inherited in layers if layer]
 
 
 def parse_override(text: str) -> tuple[str, Any]:
@@ -199,6 +211,10 @@ def _check_key(key: str, where: str) -> None:
 def _check_values(values: dict[str, Any]) -> None:
     if values["noise_type"] not in NOISE_TYPES:
         raise ConfigError(f"noise_type must be one of {NOISE_TYPES}, got {values['noise_type']!r}")
+    if values["replay_buffer"] not in REPLAY_BUFFERS:
+        raise ConfigError(f"replay_buffer must be one of {tuple(REPLAY_BUFFERS)}, got {values['replay_buffer']!r}")
+    if not isinstance(values["critic_layer_norm"], bool):
+        raise ConfigError(f"critic_layer_norm must be true or false, got {values['critic_layer_norm']!r}")
     n = values["n_timesteps"]
     if isinstance(n, bool) or not isinstance(n, int) or n <= 0:
         raise ConfigError(f"n_timesteps must be a positive int, got {n!r}")
@@ -238,5 +254,9 @@ def make_model(config: dict[str, Any], env: Any, seed: int | None = None, **kwar
     ctor = {key: hp[key] for key in _CONSTRUCTOR_KEYS if not (cls is DDPG and key in _SWITCHES)}
     if isinstance(ctor["learning_rate"], str):
         ctor["learning_rate"] = LinearSchedule(float(ctor["learning_rate"][4:]), 0.0)
+    if hp["replay_buffer"] != "uniform":
+        ctor["replay_buffer_class"] = REPLAY_BUFFERS[hp["replay_buffer"]]
     policy_kwargs = {"net_arch": hp["net_arch"]}
+    if hp["critic_layer_norm"]:
+        policy_kwargs["critic_layer_norm"] = True
     return cls("MlpPolicy", env, seed=seed, policy_kwargs=policy_kwargs, action_noise=noise, **ctor, **kwargs)
