@@ -4,7 +4,8 @@ Two measurements at batch 256, net [400, 300], obs 26 / act 6 (HalfCheetahBullet
 ``--capacity`` transitions stored (default 1M, the default ``buffer_size``):
 
 * **update**: ms per gradient step of ``model.train`` for plain TD3, ``n_steps=3``, PER, LAP, PER with
-  ``n_steps=3``, LayerNorm critics and the combinations considered for the TD3+ preset, and each one's ratio to plain TD3 timed in the same round (median over rounds).
+  ``n_steps=3``, LayerNorm critics and the combinations considered for the TD3+ preset, and each one's ratio
+  to plain TD3 timed in the same round (median over rounds).
 * **replay overhead**: the prioritized buffers' own work per update (``sample`` from the sum-tree plus
   ``update_priorities``), as a fraction of a plain TD3 update timed in the same round; the uniform buffer's
   ``sample`` is shown for comparison. (Acceptance of issue 16: at most 15 %.)
