@@ -2,6 +2,8 @@
 PYTHON ?= python3
 VENV ?= .venv
 TORCH_SPEC ?= torch==2.13.0
+# pytest-xdist workers for `make test` (each test runs at one torch thread): `auto` = one per CPU
+TEST_WORKERS ?= auto
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
@@ -24,7 +26,7 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 	$(BIN)/python tests/site_check.py site
 

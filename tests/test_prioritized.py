@@ -224,3 +224,21 @@ def test_a_non_finite_td_error_keeps_the_tree_finite_and_training_reports_it():
     with pytest.raises(NonFiniteError, match="training loss became non-finite"):
         model.train(gradient_steps=2)
     assert np.all(np.isfinite(model.replay_buffer.tree.nodes))
+
+
+@pytest.mark.parametrize("optimize", [False, True])
+def test_alpha_zero_trains_bitwise_like_the_uniform_buffer(optimize):
+    def trained(**kwargs):
+        model = TD3("MlpPolicy", "Pendulum-v1", learning_starts=100, batch_size=32, seed=3,
+                    policy_kwargs={"net_arch": [16]}, optimize_memory_usage=optimize, **kwargs)  # fmt: skip
+        return model.learn(400)
+
+    uniform = trained()
+    per = trained(replay_buffer_class=PrioritizedReplayBuffer, replay_buffer_kwargs={"alpha": 0.0})
+    assert isinstance(per.replay_buffer, PrioritizedReplayBuffer)
+    for name, value in uniform.policy.state_dict().items():
+        assert torch.equal(value, per.policy.state_dict()[name]), name
+    shifted = trained(replay_buffer_class=PrioritizedReplayBuffer, replay_buffer_kwargs={"alpha": 0.1})
+    assert not torch.equal(
+        shifted.policy.state_dict()["actor.mu.0.weight"], uniform.policy.state_dict()["actor.mu.0.weight"]
+    )

@@ -215,12 +215,21 @@ class PrioritizedReplayBuffer(NStepReplayBuffer):
         self.tree.update(overwritten[::-1], values[::-1])
 
     def sample(self, batch_size: int) -> PrioritizedReplayBufferSamples:
-        """Draw ``batch_size`` transitions with probability proportional to priority (stratified)."""
+        """Draw ``batch_size`` transitions with probability proportional to priority (stratified).
+
+        With ``alpha=0`` (PER) every priority is 1 and the draw is the uniform buffer's, from the same generator,
+        with importance weights of 1: training then equals training with the uniform buffer bit for bit.
+        """
         size = self.size()
         if size == 0:
             raise ValueError("cannot sample from an empty replay buffer")
         if batch_size < 1:
             raise ValueError(f"batch_size must be positive, got {batch_size!r}")
+        if self.alpha == 0.0 and self.prioritization == "proportional":
+            # every priority is 1: the uniform buffer's draws, so training equals it bit for bit
+            rows = self._uniform_rows(size, batch_size)
+            weights = torch.ones(batch_size, device=self.device)
+            return PrioritizedReplayBufferSamples(*self._get_samples(rows), weights=weights, indices=rows)
         total = self.tree.total
         targets = (np.arange(batch_size) + self._rng.random(batch_size)) * (total / batch_size)
         rows = self.tree.find(np.minimum(targets, np.nextafter(total, 0.0)))

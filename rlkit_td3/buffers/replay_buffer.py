@@ -258,10 +258,14 @@ class ReplayBuffer:
             raise ValueError("cannot sample from an empty replay buffer")
         if batch_size < 1:
             raise ValueError(f"batch_size must be positive, got {batch_size!r}")
+        return self._get_samples(self._uniform_rows(size, batch_size))
+
+    def _uniform_rows(self, size: int, batch_size: int) -> np.ndarray:
+        """``batch_size`` rows drawn uniformly, with replacement, from the ``size`` stored transitions."""
         idx = self._rng.integers(0, size, size=batch_size)
         if self.optimize_memory_usage:
             idx = self._rows_of(idx)
-        return self._get_samples(idx)
+        return idx
 
     def _rows_of(self, draws: np.ndarray) -> np.ndarray:
         """Map uniform draws in ``[0, size)`` to rows of the per-env rings (optimized layout)."""
