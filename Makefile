@@ -2,7 +2,8 @@
 PYTHON ?= python3
 VENV ?= .venv
 TORCH_SPEC ?= torch==2.13.0
-# pytest-xdist workers for `make test` (each test runs at one torch thread): `auto` = one per CPU
+# pytest-xdist workers for `make test` (each test runs at one torch thread): `auto` = one per CPU; tests marked
+# with an xdist_group (the Ray tests) share one worker (--dist loadgroup)
 TEST_WORKERS ?= auto
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
@@ -26,7 +27,7 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 	$(BIN)/python tests/site_check.py site
 
