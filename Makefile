@@ -2,8 +2,8 @@
 PYTHON ?= python3
 VENV ?= .venv
 TORCH_SPEC ?= torch==2.13.0
-# pytest-xdist workers for `make test` (each test runs at one torch thread): `auto` = one per CPU; tests marked
-# with an xdist_group (the Ray tests) share one worker (--dist loadgroup)
+# pytest-xdist workers for `make test` (each test runs at one torch thread): `auto` = one per CPU. --dist loadfile:
+# each test file runs on one worker, so the Ray tests of tests/test_compare.py never run beside each other
 TEST_WORKERS ?= auto
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
@@ -27,7 +27,7 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 	$(BIN)/python tests/site_check.py site
 

@@ -19,9 +19,9 @@ import pytest
 from rlkit_td3.cli import main
 from rlkit_td3.experiments import BackendError, ConfigError, compare
 
-# One worker runs this module (make test: pytest-xdist --dist loadgroup): the Ray cluster fixture's teardown,
-# `ray stop --force`, stops every Ray process on the machine, a local instance another test started included.
-pytestmark = pytest.mark.xdist_group("ray")
+# The Ray tests must not run beside each other: the cluster fixture's teardown, `ray stop --force`, stops every Ray
+# process on the machine, a local instance another test started included. `make test` runs pytest-xdist with
+# --dist loadfile, which keeps this file on one worker.
 
 SMALL = ["--hp", "net_arch=[32]", "learning_starts=200", "batch_size=32"]
 SWEEP = ["compare", "--algos", "td3", "ddpg", "--envs", "Pendulum-v1", "--seeds", "0", "1", "--timesteps", "1000"]
