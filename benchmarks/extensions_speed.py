@@ -19,7 +19,6 @@ are random. Usage::
 from __future__ import annotations
 
 import argparse
-import platform
 import statistics
 import sys
 import time
@@ -28,6 +27,7 @@ from datetime import date
 import numpy as np
 import torch
 
+from benchmarks.sbx_compare import cpu_name
 from benchmarks.throughput import BATCH, NET, ShapeEnv
 from rlkit_td3 import TD3
 from rlkit_td3.buffers import LAPReplayBuffer, NStepReplayBuffer, PrioritizedReplayBuffer, ReplayBuffer
@@ -121,7 +121,7 @@ def main() -> None:
 
     med = statistics.median
     lines = [
-        f"# extensions_speed.py, {date.today()}, {platform.processor() or platform.machine()}, torch threads 1, "
+        f"# extensions_speed.py, {date.today()}, {cpu_name()}, torch threads 1, "
         f"batch {BATCH}, net {NET}, capacity {args.capacity}, {args.rounds} rounds x {args.steps} updates",
         "",
         "| variant | ms / update | vs TD3 (median ratio) |",
