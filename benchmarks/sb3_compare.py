@@ -16,7 +16,7 @@ saves itself, replay buffer included, after every evaluation, and a re-run conti
 extends finished checkpointed runs, so every seed can be grown together (``--steps 50000``, then ``100000``, ...).
 ``--summarize`` (also run at the end) writes ``<out>/results.csv`` (one row per evaluation),
 ``<out>/summary.md`` (IQM of each run's last 5 evaluations, pooled over seeds, with a 95 % stratified-bootstrap
-CI) and ``<out>/curves.png``.
+CI that resamples runs) and ``<out>/curves.png``.
 
 Usage (1 torch thread per run; run it in the background, it takes hours)::
 
@@ -229,7 +229,7 @@ def summarize(out: Path) -> str:
         if not done:
             continue
         scores = np.array([[v for _, v in sorted(seeds[s])[-LAST_EVALS:]] for s in done])
-        low, high = stratified_bootstrap_ci([scores.ravel()])
+        low, high = stratified_bootstrap_ci([scores])  # runs resampled as units
         per_seed = ", ".join(f"s{s}: {scores[i].mean():.0f}" for i, s in enumerate(done))
         lines.append(
             f"| {env} | {algo} | {lib} | {len(done)} | {float(iqm(scores.ravel())):.1f} | "

@@ -11,9 +11,10 @@ The two sweeps run the same seeds and evaluation (10 deterministic episodes ever
 
 This script reads their run directories (finished or not), labels the runs ``TD3`` and ``TD3+`` and writes
 ``<out>/results.csv`` (every evaluation), ``<out>/summary.md`` (per label: runs, steps reached, IQM of each run's
-last 5 evaluations pooled over seeds with a 95 % stratified-bootstrap CI, the per-seed means, and the per-seed
+last 5 evaluations pooled over seeds with a 95 % stratified-bootstrap CI over runs, the per-seed means, and the per-seed
 differences TD3+ − TD3) and ``<out>/learning_curve_<env>.png`` (mean over seeds with a bootstrap band). The
-summary's method is the one of ``benchmarks/sb3_compare.py``, so the two tables read the same way.
+summary's method is the one of ``benchmarks/sb3_compare.py``, so the two tables read the same way. ``--results``
+re-summarizes a ``results.csv`` written before, when the sweep directories are gone.
 """
 
 from __future__ import annotations
@@ -21,12 +22,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from rlkit_td3.experiments import load_results
 from rlkit_td3.experiments.plots import plot_learning_curves
-from rlkit_td3.experiments.stats import iqm, stratified_bootstrap_ci
+from rlkit_td3.experiments.stats import iqm, run_scores, stratified_bootstrap_ci
 from rlkit_td3.serialization import atomic_write
 
 LAST_EVALS = 5
@@ -50,17 +50,13 @@ def summary(table: pd.DataFrame) -> str:
     ]
     per_seed: dict[str, dict[int, float]] = {}
     for label, group in table.groupby("algo", sort=False):
-        scores, means = [], {}
-        for seed, run in group.groupby("seed"):
-            last = run.sort_values("timestep")["mean_return"].to_numpy()[-LAST_EVALS:]
-            scores.append(last)
-            means[int(seed)] = float(last.mean())
-        pooled = np.concatenate(scores)
-        low, high = stratified_bootstrap_ci([pooled])
+        scores = run_scores(group, LAST_EVALS)  # (runs, evaluations), runs in seed order
+        means = {int(seed): float(row.mean()) for seed, row in zip(sorted(group["seed"].unique()), scores)}
+        low, high = stratified_bootstrap_ci([scores])  # runs resampled as units
         reached = ", ".join(f"s{s}: {int(r.timestep.max()):,}" for s, r in group.groupby("seed"))
         seeds = ", ".join(f"s{s}: {m:.0f}" for s, m in means.items())
-        lines.append(f"| {label} | {len(scores)} | {reached} | {float(iqm(pooled)):.1f} | [{low:.1f}, {high:.1f}] | "
-                     f"{seeds} |")  # fmt: skip
+        value = float(iqm(scores.ravel()))
+        lines.append(f"| {label} | {len(scores)} | {reached} | {value:.1f} | [{low:.1f}, {high:.1f}] | {seeds} |")
         per_seed[str(label)] = means
     if len(per_seed) == 2:
         (a, first), (b, second) = per_seed.items()
@@ -72,11 +68,19 @@ def summary(table: pd.DataFrame) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--zoo", type=Path, required=True, help="the sweep directory of --preset zoo")
-    parser.add_argument("--plus", type=Path, required=True, help="the sweep directory of --preset plus")
+    parser.add_argument("--zoo", type=Path, help="the sweep directory of --preset zoo")
+    parser.add_argument("--plus", type=Path, help="the sweep directory of --preset plus")
+    parser.add_argument("--results", type=Path, help="instead of the sweeps: a results.csv this script wrote before")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
-    table = pd.concat([read_sweep(args.zoo, LABELS["zoo"]), read_sweep(args.plus, LABELS["plus"])], ignore_index=True)
+    if args.results is not None:
+        table = pd.read_csv(args.results)
+    elif args.zoo is not None and args.plus is not None:
+        table = pd.concat(
+            [read_sweep(args.zoo, LABELS["zoo"]), read_sweep(args.plus, LABELS["plus"])], ignore_index=True
+        )
+    else:
+        parser.error("give --zoo and --plus (the sweep directories), or --results (a results.csv written before)")
     args.out.mkdir(parents=True, exist_ok=True)
     with atomic_write(args.out / "results.csv") as fh:
         fh.write(table.to_csv(index=False).encode())

@@ -6,7 +6,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rlkit_td3.experiments.stats import final_returns, iqm, mean_ci_band, stratified_bootstrap_ci, summarize
+from rlkit_td3.experiments.stats import (
+    final_returns,
+    iqm,
+    last_evaluations,
+    mean_ci_band,
+    run_scores,
+    stratified_bootstrap_ci,
+    summarize,
+    summary_markdown,
+)
 
 
 def test_iqm_drops_the_top_and_bottom_quarter():
@@ -41,17 +50,58 @@ def test_mean_band():
     assert one_low.tolist() == one_high.tolist() == [0.0, 1.0, 5.0]
 
 
-def test_summary_uses_each_runs_last_evaluation():
-    rows = [
+def test_a_run_is_resampled_as_one_unit():
+    """Two runs of twenty evaluations each, one at 0, one at 10. Resampling runs gives (A, A), (A, B) or (B, B):
+    IQMs of 0, 5 and 10, so the interval spans [0, 10]. Resampling the forty evaluations one by one (as if they were
+    forty runs) would concentrate near 5 and claim a much narrower interval."""
+    scores = np.array([[0.0] * 20, [10.0] * 20])
+    assert stratified_bootstrap_ci([scores], seed=0) == (0.0, 10.0)
+    one_by_one = stratified_bootstrap_ci([scores.ravel()], seed=0)
+    assert 0.0 < one_by_one[0] and one_by_one[1] < 10.0
+
+
+def test_bootstrap_refuses_empty_or_three_dimensional_strata():
+    with pytest.raises(ValueError, match=r"strata\[1\] must be a non-empty array.*shape \(0,\)"):
+        stratified_bootstrap_ci([np.ones(3), np.array([])])
+    with pytest.raises(ValueError, match=r"strata\[0\].*shape \(2, 2, 2\)"):
+        stratified_bootstrap_ci([np.ones((2, 2, 2))])
+
+
+TABLE = pd.DataFrame(
+    [
         ("td3", "E", 0, 100, -5.0),
         ("td3", "E", 0, 200, 10.0),
         ("td3", "E", 1, 200, 20.0),
         ("td3", "E", 1, 100, 0.0),
         ("ddpg", "E", 0, 200, 1.0),
-    ]
-    table = pd.DataFrame(rows, columns=["algo", "env", "seed", "timestep", "mean_return"])
-    assert final_returns(table)["mean_return"].tolist() == [1.0, 10.0, 20.0]
-    summary = summarize(table).set_index("algo")
-    assert summary.loc["td3", "mean"] == 15.0 and summary.loc["td3", "std"] == 5.0 and summary.loc["td3", "runs"] == 2
-    assert summary.loc["td3", "iqm_low"] == 10.0 and summary.loc["td3", "iqm_high"] == 20.0
+    ],
+    columns=["algo", "env", "seed", "timestep", "mean_return"],
+)
+
+
+def test_summary_scores_each_runs_last_evaluations():
+    assert final_returns(TABLE)["mean_return"].tolist() == [1.0, 10.0, 20.0]
+    assert last_evaluations(TABLE, 1)["mean_return"].tolist() == [1.0, 10.0, 20.0]
+    assert run_scores(TABLE[TABLE.algo == "td3"]).tolist() == [[-5.0, 10.0], [0.0, 20.0]]
+    summary = summarize(TABLE).set_index("algo")  # last 5: both evaluations of each td3 run
+    assert summary.loc["td3", "last"] == 2 and summary.loc["td3", "runs"] == 2
+    assert summary.loc["td3", "iqm"] == 5.0  # IQM of -5, 0, 10, 20: the middle two
+    assert summary.loc["td3", "mean"] == 15.0 and summary.loc["td3", "std"] == 5.0  # final returns 10 and 20
     assert summary.loc["ddpg", "iqm"] == summary.loc["ddpg", "iqm_low"] == 1.0
+    finals_only = summarize(TABLE, last=1).set_index("algo")  # the final evaluation alone
+    assert finals_only.loc["td3", "iqm"] == 15.0
+    assert (finals_only.loc["td3", "iqm_low"], finals_only.loc["td3", "iqm_high"]) == (10.0, 20.0)
+    with pytest.raises(ValueError, match="last must be a positive int, got 0"):
+        summarize(TABLE, last=0)
+
+
+def test_runs_of_unequal_length_are_scored_on_the_same_number_of_evaluations():
+    table = pd.concat([TABLE, pd.DataFrame([("td3", "E", 0, 300, 30.0)], columns=TABLE.columns)])
+    assert run_scores(table[table.algo == "td3"]).tolist() == [[10.0, 30.0], [0.0, 20.0]]
+
+
+def test_summary_table_leads_with_the_iqm_of_the_last_evaluations():
+    text = summary_markdown(summarize(TABLE), command="rlkit-td3 compare ...")
+    header = next(line for line in text.splitlines() if line.startswith("| algo"))
+    assert header.index("IQM") < header.index("final return")
+    assert "| td3 | 2 | 200 | 5.0 [" in text and "(last 2) | 15.0 ± 5.0 |" in text
