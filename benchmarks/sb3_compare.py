@@ -16,7 +16,7 @@ saves itself, replay buffer included, after every evaluation, and a re-run conti
 extends finished checkpointed runs, so every seed can be grown together (``--steps 50000``, then ``100000``, ...).
 ``--summarize`` (also run at the end) writes ``<out>/results.csv`` (one row per evaluation),
 ``<out>/summary.md`` (IQM of each run's last 5 evaluations, pooled over seeds, with a 95 % stratified-bootstrap
-CI that resamples runs) and ``<out>/curves.png``.
+CI that resamples runs, and the CI of the IQM difference between the libraries) and ``<out>/curves.png``.
 
 Usage (1 torch thread per run; run it in the background, it takes hours)::
 
@@ -47,7 +47,7 @@ import torch
 
 import rlkit_td3  # noqa: F401  (registers the PyBullet ids)
 from rlkit_td3.experiments.presets import resolve_config
-from rlkit_td3.experiments.stats import iqm, stratified_bootstrap_ci
+from rlkit_td3.experiments.stats import iqm, iqm_difference_ci, stratified_bootstrap_ci
 from rlkit_td3.noise import NormalActionNoise
 
 FIELDS = ["lib", "algo", "env", "seed", "timesteps", "mean_return", "std_return", "wall_s"]
@@ -224,17 +224,28 @@ def summarize(out: Path) -> str:
         "| env | algo | library | finished runs | IQM of the last 5 evaluations | 95 % CI | per-seed mean of last 5 |",
         "|---|---|---|---|---|---|---|",
     ]
+    scored: dict[tuple[str, str, str], np.ndarray] = {}
     for (env, algo, lib), seeds in sorted(groups.items()):
         done = sorted(s for s in seeds if (env, algo, lib, s) in finished)
         if not done:
             continue
         scores = np.array([[v for _, v in sorted(seeds[s])[-LAST_EVALS:]] for s in done])
+        scored[(env, algo, lib)] = scores
         low, high = stratified_bootstrap_ci([scores])  # runs resampled as units
         per_seed = ", ".join(f"s{s}: {scores[i].mean():.0f}" for i, s in enumerate(done))
         lines.append(
             f"| {env} | {algo} | {lib} | {len(done)} | {float(iqm(scores.ravel())):.1f} | "
             f"[{low:.1f}, {high:.1f}] | {per_seed} |"
         )
+    for (env, algo, lib), scores in scored.items():  # the libraries against each other, where both have runs
+        other = scored.get((env, algo, "sb3"))
+        if lib == "rlkit" and other is not None:
+            difference, low, high = iqm_difference_ci(scores, other)
+            verdict = "excludes 0: the libraries differ" if low > 0 or high < 0 else "includes 0: not separable"
+            lines.append(
+                f"\n{env} {algo}: IQM rlkit_td3 − SB3 = {difference:.1f}, 95 % CI [{low:.1f}, {high:.1f}] (runs "
+                f"resampled within each library; {verdict})"
+            )
     text = "\n".join(lines) + "\n"
     (out / "summary.md").write_text(text)
     _plot(groups, finished, out / "curves.png")

@@ -9,6 +9,7 @@ import pytest
 from rlkit_td3.experiments.stats import (
     final_returns,
     iqm,
+    iqm_difference_ci,
     last_evaluations,
     mean_ci_band,
     run_scores,
@@ -105,3 +106,24 @@ def test_summary_table_leads_with_the_iqm_of_the_last_evaluations():
     header = next(line for line in text.splitlines() if line.startswith("| algo"))
     assert header.index("IQM") < header.index("final return")
     assert "| td3 | 2 | 200 | 5.0 [" in text and "(last 2) | 15.0 ± 5.0 |" in text
+
+
+def test_iqm_difference_interval_separates_only_groups_that_differ():
+    rng = np.random.default_rng(0)
+    same = rng.normal(500.0, 200.0, size=(5, 5)), rng.normal(500.0, 200.0, size=(5, 5))
+    difference, low, high = iqm_difference_ci(*same, seed=1)
+    assert low < 0.0 < high and low < difference < high
+    apart = rng.normal(1000.0, 20.0, size=(5, 5)), rng.normal(500.0, 20.0, size=(5, 5))
+    difference, low, high = iqm_difference_ci(*apart, seed=1)
+    assert 450.0 < low < difference < high < 550.0
+    assert iqm_difference_ci(*apart, seed=1) == (difference, low, high)  # seeded
+
+
+def test_iqm_difference_resamples_runs_as_units():
+    """One group's runs sit at 0 and 10 (twenty evaluations each), the other's at 5: a run-level resample can
+    draw (0, 0) or (10, 10), so the interval must reach about -5 and +5."""
+    first, second = np.array([[0.0] * 20, [10.0] * 20]), np.full((2, 20), 5.0)
+    difference, low, high = iqm_difference_ci(first, second, seed=0)
+    assert difference == 0.0 and (low, high) == (-5.0, 5.0)
+    with pytest.raises(ValueError, match=r"second must be a non-empty array.*shape \(0,\)"):
+        iqm_difference_ci(first, np.array([]))
