@@ -48,7 +48,7 @@ import torch
 import rlkit_td3  # noqa: F401  (registers the PyBullet ids)
 from rlkit_td3.experiments.presets import resolve_config
 from rlkit_td3.experiments.stats import iqm, iqm_difference_ci, stratified_bootstrap_ci
-from rlkit_td3.noise import NormalActionNoise
+from rlkit_td3.noise import NormalActionNoise, draw_noise
 
 FIELDS = ["lib", "algo", "env", "seed", "timesteps", "mean_return", "std_return", "wall_s"]
 LAST_EVALS = 5
@@ -90,15 +90,32 @@ def _constructor_kwargs(hp: dict[str, Any], algo: str, dim: int, noise_cls: type
     return kwargs
 
 
+def _with_sb3_warmup(cls: type) -> type:
+    """``cls`` with SB3's warm-up actions: the uniform random actions plus the exploration noise, clipped to
+    [-1, 1] (SB3's ``OffPolicyAlgorithm._sample_action`` adds the noise in the warm-up too; rlkit_td3 draws pure
+    uniform actions). The one loop difference between the libraries, isolated for ``--libs rlkit_sb3warmup``."""
+
+    class WithSB3Warmup(cls):
+        def _sample_action(self, obs: np.ndarray) -> np.ndarray:
+            if self.num_timesteps >= self.learning_starts or self.action_noise is None:
+                return super()._sample_action(obs)
+            uniform = self._warmup_rng.uniform(-1.0, 1.0, size=(self.n_envs, self._action_dim))
+            noise = draw_noise(self.action_noise, self.n_envs, self.action_space)
+            return np.clip(uniform + noise, -1.0, 1.0).astype(np.float32)
+
+    return WithSB3Warmup
+
+
 def make_model(lib: str, algo: str, env_id: str, seed: int) -> Any:
-    """A model of ``lib`` ('rlkit' or 'sb3') with the zoo settings of ``env_id``."""
+    """A model of ``lib`` ('rlkit', 'rlkit_sb3warmup' or 'sb3') with the zoo settings of ``env_id``."""
     hp = _settings(algo, env_id)
     env = gym.make(env_id)
     dim = int(np.prod(env.action_space.shape))
-    if lib == "rlkit":
+    if lib in ("rlkit", "rlkit_sb3warmup"):
         from rlkit_td3 import DDPG, TD3
 
         cls = TD3 if algo == "td3" else DDPG
+        cls = _with_sb3_warmup(cls) if lib == "rlkit_sb3warmup" else cls
         return cls("MlpPolicy", env, seed=seed, **_constructor_kwargs(hp, algo, dim, NormalActionNoise))
     import stable_baselines3 as sb3
     from stable_baselines3.common.noise import NormalActionNoise as SB3Noise
@@ -266,7 +283,8 @@ def _plot(groups: dict, finished: set, path: Path) -> None:
         curves = np.array([[v for _, v in sorted(seeds[s])] for s in done])
         steps = np.array([t for t, _ in sorted(seeds[done[0]])])
         mean = curves.mean(axis=0)
-        label = f"{'rlkit_td3' if lib == 'rlkit' else 'SB3'} {algo.upper()} ({len(done)} seeds)"
+        name = {"rlkit": "rlkit_td3", "sb3": "SB3"}.get(lib, lib)
+        label = f"{name} {algo.upper()} ({len(done)} seeds)"
         ax.plot(steps, mean, label=label)
         if len(done) > 1:
             ax.fill_between(steps, curves.min(axis=0), curves.max(axis=0), alpha=0.2)
@@ -286,7 +304,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--env", default="HalfCheetahBulletEnv-v0")
     parser.add_argument("--algos", nargs="+", default=["td3"], choices=["td3", "ddpg"])
-    parser.add_argument("--libs", nargs="+", default=["rlkit", "sb3"], choices=["rlkit", "sb3"])
+    parser.add_argument("--libs", nargs="+", default=["rlkit", "sb3"], choices=["rlkit", "sb3", "rlkit_sb3warmup"])
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
     parser.add_argument("--steps", type=int, default=100_000)
     parser.add_argument("--eval-every", type=int, default=5_000)
