@@ -23,6 +23,12 @@ Ideas, each a switch of `FusedTD3` so that it can be timed on its own:
 4. ``outer_elementwise``: the gradient through a width-1 output layer (``dq @ W_last^T``, a rank-1 product) as
    a broadcast multiply instead of a ``bmm``/``mm`` with inner size 1; in the actor step this product is a
    constant row (``-W_last / B``) and is not recomputed per sample.
+5. ``bias_row`` (found with the profiler: ``addmm``/``baddbmm`` with a broadcast bias first copy the bias into the
+   whole ``(B, width)`` output, ~40 us per call at these sizes): the layer-0 biases (critics, critic 0 in the
+   actor step, actor and actor target) ride inside the GEMM as an extra weight row against a column of ones in
+   the input (``[s, 1, a]``), so layer 0 is a plain ``mm`` and its bias gradient is the extra row (column) of the
+   weight-gradient ``mm``, no ``sum``. Costs a copy of the small ``(in + 1, width)`` weights instead of the
+   ``(B, width)`` bias broadcast; only pays where ``in + 1 < B``, i.e. layer 0. Needs ``cat_layer0``.
 
 Usage::
 
@@ -68,6 +74,7 @@ class FusedTD3:
         cat_layer0: bool = True,
         action_rows: bool = True,
         outer_elementwise: bool = True,
+        bias_row: bool = True,
     ) -> None:
         policy = model.policy
         if type(model.replay_buffer) is not ReplayBuffer or model.n_steps != 1:
@@ -75,7 +82,10 @@ class FusedTD3:
         if policy.normalize_obs or policy.critic_layer_norm or policy.activation_fn is not nn.ReLU:
             raise ValueError("the fused update covers ReLU networks without normalize_obs or LayerNorm only")
         self.model, self.policy = model, policy
+        if bias_row and not cat_layer0:
+            raise ValueError("bias_row needs cat_layer0")
         self.cat_layer0, self.action_rows, self.outer_elementwise = cat_layer0, action_rows, outer_elementwise
+        self.bias_row = bias_row
         actor, critic = policy.actor, policy.critic
         self.a_lin = [m for m in actor.mu if isinstance(m, nn.Linear)]
         self.ta_lin = [m for m in policy.actor_target.mu if isinstance(m, nn.Linear)]
@@ -95,8 +105,13 @@ class FusedTD3:
         a_widths = [m.out_features for m in self.a_lin[:-1]]
         c_widths = [w.shape[2] for w in self.c_w[:-1]]
         h0 = c_widths[0]
-        # inputs [s, a] of the critics: target (s', a'), critic loss (s, a), actor step (s, pi(s))
-        self.x_next, self.x, self.x_pi = buf(B, D_in), buf(B, D_in), buf(B, D_in)
+        # inputs [s, a] of the critics: target (s', a'), critic loss (s, a), actor step (s, pi(s)); with bias_row
+        # [s, 1, a]: the column of ones carries the layer-0 biases inside the GEMM (actor: columns [s, 1])
+        E = int(bias_row)
+        self.ac = self.D + E  # first action column
+        self.x_next, self.x, self.x_pi = buf(B, D_in + E), buf(B, D_in + E), buf(B, D_in + E)
+        for x in (self.x_next, self.x, self.x_pi):
+            x[:, self.D : self.ac] = 1.0
         self.noise = torch.empty(B, self.A, device=device)  # drawn in float32, as torch.randn's default dtype
         self.y = buf(B)
         # actor forwards (target and online): hidden activations and the pre-tanh output
@@ -105,9 +120,9 @@ class FusedTD3:
         self.a_u = buf(B, self.A)
         # critic forwards: layer 0 as (B, C * width) when concatenated, else (C, B, width)
         if cat_layer0:
-            self.w0cat, self.b0cat = buf(D_in, C * h0), buf(C * h0)
+            self.w0cat, self.b0cat = buf(D_in + E, C * h0), buf(C * h0)
             self.tz0flat, self.z0flat, self.dz0flat = buf(B, C * h0), buf(B, C * h0), buf(B, C * h0)
-            self.g0cat = buf(D_in, C * h0)
+            self.g0cat = buf(D_in + E, C * h0)
 
             def tr(t):
                 return t.view(B, C, h0).transpose(0, 1)
@@ -115,6 +130,10 @@ class FusedTD3:
             z0, tz0, dz0 = tr(self.z0flat), tr(self.tz0flat), tr(self.dz0flat)
         else:
             z0, tz0, dz0 = buf(C, B, h0), buf(C, B, h0), buf(C, B, h0)
+        if bias_row:
+            self.a_w0aug = buf(self.D + 1, a_widths[0])  # actor layer 0: [W0^T; b0]
+            self.ga0aug = buf(a_widths[0], self.D + 1)
+            self.q_w0aug = buf(D_in + 1, h0)  # critic 0's layer 0 as [W_obs; b; W_act]
         self.tz = [tz0] + [buf(C, B, w) for w in c_widths[1:]]
         self.z = [z0] + [buf(C, B, w) for w in c_widths[1:]]
         self.dz = [dz0] + [buf(C, B, w) for w in c_widths[1:]]
@@ -124,7 +143,7 @@ class FusedTD3:
         self.g = [buf(B, w) for w in c_widths]
         self.dg = [buf(B, w) for w in c_widths]
         self.q1 = buf(B, 1)
-        self.dx_pi = buf(B, D_in)
+        self.dx_pi = buf(B, D_in + E)
         self.da, self.du = buf(B, self.A), buf(B, self.A)
         self.dah = [buf(B, w) for w in a_widths]
         # gradients, installed as .grad of every trained parameter
@@ -152,8 +171,14 @@ class FusedTD3:
     def _actor_forward(self, lin: list[nn.Linear], obs: torch.Tensor, hidden: list[torch.Tensor], out: torch.Tensor):
         """tanh(MLP(obs)) written into ``out`` (hidden ReLU outputs kept in ``hidden``, pre-tanh in ``a_u``)."""
         x = obs
-        for m, h in zip(lin[:-1], hidden):
-            torch.addmm(m.bias, x, m.weight.t(), out=h)
+        for i, (m, h) in enumerate(zip(lin[:-1], hidden)):
+            if i == 0 and self.bias_row:  # obs is [s, 1]
+                D = self.D
+                self.a_w0aug[:D].copy_(m.weight.t())
+                self.a_w0aug[D].copy_(m.bias)
+                torch.mm(x, self.a_w0aug, out=h)
+            else:
+                torch.addmm(m.bias, x, m.weight.t(), out=h)
             h.clamp_min_(0.0)
             x = h
         torch.addmm(lin[-1].bias, x, lin[-1].weight.t(), out=self.a_u)
@@ -161,7 +186,15 @@ class FusedTD3:
 
     def _critic_forward(self, weights, biases, x: torch.Tensor, z: list[torch.Tensor], q: torch.Tensor, flat):
         """All critics at ``x`` (B, obs+act): hidden ReLU outputs into ``z``, Q-values into ``q`` (C, B, 1)."""
-        if self.cat_layer0:
+        if self.bias_row:
+            C, h0, D, A = self.C, weights[0].shape[2], self.D, self.A
+            w = self.w0cat
+            w[:D].view(D, C, h0).copy_(weights[0][:, :D].transpose(0, 1))
+            w[D].view(C, h0).copy_(biases[0].view(C, h0))
+            w[D + 1 :].view(A, C, h0).copy_(weights[0][:, D:].transpose(0, 1))
+            torch.mm(x, w, out=flat)
+            flat.clamp_min_(0.0)
+        elif self.cat_layer0:
             C, h0 = self.C, weights[0].shape[2]
             self.w0cat.view(self.D_in, C, h0).copy_(weights[0].transpose(0, 1))
             self.b0cat.view(C, h0).copy_(biases[0].view(C, h0))
@@ -183,8 +216,9 @@ class FusedTD3:
         model, D = self.model, self.D
         x = self.x_next
         x[:, :D].copy_(batch.next_observations)
-        action = x[:, D:]
-        self._actor_forward(self.ta_lin, batch.next_observations, self.ta_h, action)
+        action = x[:, self.ac :]
+        obs = x[:, : D + 1] if self.bias_row else batch.next_observations
+        self._actor_forward(self.ta_lin, obs, self.ta_h, action)
         if model.target_policy_noise > 0.0:
             noise = self.noise
             torch.randn(noise.shape, generator=model._smoothing_rng, out=noise)
@@ -202,7 +236,7 @@ class FusedTD3:
         C, B, D = self.C, self.B, self.D
         x = self.x
         x[:, :D].copy_(batch.observations)
-        x[:, D:].copy_(batch.actions)
+        x[:, self.ac :].copy_(batch.actions)
         self._critic_forward(self.c_w, self.c_b, x, self.z, self.q, getattr(self, "z0flat", None))
         dq = self.dq
         torch.sub(self.q, y.view(1, B, 1), out=dq)
@@ -222,7 +256,14 @@ class FusedTD3:
             torch.sum(dz[i], dim=1, keepdim=True, out=self.gc_b[i])
             torch.bmm(dz[i], w[i].transpose(1, 2), out=dz[i - 1])
             _threshold_backward(dz[i - 1], z[i - 1], 0.0, grad_input=dz[i - 1])
-        if self.cat_layer0:
+        if self.bias_row:
+            h0, A = w[0].shape[2], self.A
+            g = self.g0cat
+            torch.mm(x.t(), self.dz0flat, out=g)
+            self.gc_w[0][:, :D].copy_(g[:D].view(D, C, h0).transpose(0, 1))
+            self.gc_w[0][:, D:].copy_(g[D + 1 :].view(A, C, h0).transpose(0, 1))
+            self.gc_b[0].view(C, h0).copy_(g[D].view(C, h0))
+        elif self.cat_layer0:
             h0 = w[0].shape[2]
             torch.mm(x.t(), self.dz0flat, out=self.g0cat)
             self.gc_w[0].copy_(self.g0cat.view(self.D_in, C, h0).transpose(0, 1))
@@ -236,15 +277,24 @@ class FusedTD3:
         obs = batch.observations
         x = self.x_pi
         x[:, :D].copy_(obs)
-        a = x[:, D:]
+        a = x[:, self.ac :]
+        if self.bias_row:
+            obs = x[:, : D + 1]
         self._actor_forward(self.a_lin, obs, self.a_h, a)
         # Q1(s, pi(s)) with critic 0 (already stepped, as in the library)
         w = [t[0] for t in self.c_w]
         b = [t[0] for t in self.c_b]
         g, dg = self.g, self.dg
         h = x
-        for wi, bi, out in zip(w[:-1], b[:-1], g):
-            torch.addmm(bi, h, wi, out=out)
+        for i, (wi, bi, out) in enumerate(zip(w[:-1], b[:-1], g)):
+            if i == 0 and self.bias_row:
+                q_w = self.q_w0aug
+                q_w[:D].copy_(wi[:D])
+                q_w[D].copy_(bi[0])
+                q_w[D + 1 :].copy_(wi[D:])
+                torch.mm(h, q_w, out=out)
+            else:
+                torch.addmm(bi, h, wi, out=out)
             out.clamp_min_(0.0)
             h = out
         torch.addmm(b[-1], h, w[-1], out=self.q1)
@@ -264,6 +314,9 @@ class FusedTD3:
         if self.action_rows:
             torch.mm(dg[0], w[0][D:].t(), out=self.da)
             da = self.da
+        elif self.bias_row:
+            torch.mm(dg[0], self.q_w0aug.t(), out=self.dx_pi)
+            da = self.dx_pi[:, self.ac :]
         else:
             torch.mm(dg[0], w[0].t(), out=self.dx_pi)
             da = self.dx_pi[:, D:]
@@ -273,9 +326,13 @@ class FusedTD3:
         n = len(lin) - 1
         grad = self.du
         for i in range(n, -1, -1):
-            inp = hs[i - 1] if i > 0 else obs
-            torch.mm(grad.t(), inp, out=self.ga_w[i])
-            torch.sum(grad, dim=0, out=self.ga_b[i])
+            if i == 0 and self.bias_row:  # obs is [s, 1]: the bias gradient is the last column
+                torch.mm(grad.t(), obs, out=self.ga0aug)
+                self.ga_w[0].copy_(self.ga0aug[:, :D])
+                self.ga_b[0].copy_(self.ga0aug[:, D])
+            else:
+                torch.mm(grad.t(), hs[i - 1] if i > 0 else obs, out=self.ga_w[i])
+                torch.sum(grad, dim=0, out=self.ga_b[i])
             if i > 0:
                 torch.mm(grad, lin[i].weight, out=dh[i - 1])
                 _threshold_backward(dh[i - 1], hs[i - 1], 0.0, grad_input=dh[i - 1])
@@ -454,7 +511,8 @@ def run_checks(long_updates: int) -> None:
     print("(a) one update (update 4: critic + actor + lerp), library vs fused, max relative difference")
     variants = {
         "all ideas": {},
-        "no cat_layer0": {"cat_layer0": False},
+        "no bias_row": {"bias_row": False},
+        "no cat_layer0/bias_row": {"cat_layer0": False, "bias_row": False},
         "no action_rows": {"action_rows": False},
         "no outer_elementwise": {"outer_elementwise": False},
     }
@@ -484,12 +542,13 @@ def timed(fn, steps: int) -> float:
 def run_timing(steps: int, reps: int) -> None:
     model = make_model(n=50_000)
     variants = {
-        "fused (1+2+4)": FusedTD3(model),
-        "fused no (1) cat_layer0": FusedTD3(model, cat_layer0=False),
+        "fused (1+2+4+5)": FusedTD3(model),
+        "fused no (5) bias_row": FusedTD3(model, bias_row=False),
+        "fused no (1),(5)": FusedTD3(model, cat_layer0=False, bias_row=False),
         "fused no (2) action_rows": FusedTD3(model, action_rows=False),
         "fused no (4) outer_elem": FusedTD3(model, outer_elementwise=False),
     }
-    hybrid_helper = FusedTD3(model)
+    hybrid_helper = FusedTD3(model, cat_layer0=False, bias_row=False)  # the target forward as the library's
     sink = io.StringIO()
 
     def library(n):
