@@ -35,6 +35,11 @@ Usage::
     python benchmarks/fused_update.py --check          # equivalence checks (a) 1 update, (b) 1,000 updates, (c)
     python benchmarks/fused_update.py --time [--steps 60 --reps 7]
     python benchmarks/fused_update.py --profile        # torch.profiler table of the fused update
+    python benchmarks/fused_update.py --library [--steps 60 --reps 7 --out FILE]   # the library's switch on/off
+
+The library's version of the bitwise variant (no ``cat_layer0``, ``bias_row`` or ``action_rows``, and the rank-1
+products as autograd's ``bmm`` / ``mm``) is `rlkit_td3.fused_update.FusedUpdate`, used by ``model.train`` by default;
+``--library`` times ``model.train`` with ``model.use_fused_update`` True against False.
 
 Run with one thread (``OMP_NUM_THREADS=1``); the script sets ``torch.set_num_threads(1)``.
 """
@@ -615,6 +620,48 @@ def run_timing(steps: int, reps: int) -> None:
         )
 
 
+def run_library_timing(steps: int, reps: int, out: str | None) -> None:
+    """The library's ``model.train`` with ``use_fused_update`` on and off (`rlkit_td3.fused_update`), TD3 and DDPG,
+    timed interleaved in one process (on, off, on, off, ...); the same model, buffer and batch size."""
+    lines = [
+        f"model.train(gradient_steps={steps}, batch_size={BATCH}), obs 26, act 6, net [400, 300], "
+        f"torch threads {torch.get_num_threads()}, {reps} interleaved reps, torch {torch.__version__}, "
+        f"CPU capability {torch.backends.cpu.get_cpu_capability()}",
+        f"{'algo':6s} {'on ms':>7s} {'off ms':>7s}   off/on min/median/max   (per rep on | off)",
+    ]
+    print(lines[0])
+    print(lines[1], flush=True)
+    sink = io.StringIO()
+    for algo in ("td3", "ddpg"):
+        model = build("rlkit_td3", algo, ShapeEnv(), buffer_size=50_000, seed=0)
+        fill_buffer("rlkit_td3", model, 50_000, seed=0)
+
+        def train(n: int, fused: bool, model=model) -> float:
+            model.use_fused_update = fused
+            start = time.perf_counter()
+            with redirect_stdout(sink):
+                model.train(gradient_steps=n, batch_size=BATCH)
+            return (time.perf_counter() - start) / n * 1e3
+
+        for fused in (True, False):  # warm-up, and the fused buffers are built
+            train(20, fused)
+        on, off = [], []
+        for _ in range(reps):
+            on.append(train(steps, True))
+            off.append(train(steps, False))
+        assert model._fused_update is not None and model._fused_update[1] is not None
+        ratios = [b / a for a, b in zip(on, off)]
+        line = (
+            f"{algo:6s} {statistics.median(on):7.2f} {statistics.median(off):7.2f}   "
+            f"x{statistics.median(ratios):.3f} (min {min(ratios):.3f}, max {max(ratios):.3f})   "
+            f"({' '.join(f'{t:.2f}' for t in on)} | {' '.join(f'{t:.2f}' for t in off)})"
+        )
+        lines.append(line)
+        print(line, flush=True)
+    if out:
+        Path(out).write_text("\n".join(lines) + "\n")
+
+
 def run_profile(steps: int) -> None:
     from torch.profiler import ProfilerActivity, profile
 
@@ -635,6 +682,10 @@ def main() -> None:
     parser.add_argument("--check", action="store_true", help="equivalence checks (a), (b), (c)")
     parser.add_argument("--time", action="store_true", help="interleaved timing of the library and the variants")
     parser.add_argument("--profile", action="store_true", help="profiler tables of the fused and library updates")
+    parser.add_argument(
+        "--library", action="store_true", help="the library's model.train with use_fused_update on vs off, interleaved"
+    )
+    parser.add_argument("--out", default=None, help="with --library: also write its table to this file")
     parser.add_argument("--long-updates", type=int, default=1000, help="updates of check (b)")
     parser.add_argument("--steps", type=int, default=60, help="updates per timed repetition")
     parser.add_argument("--reps", type=int, default=7, help="interleaved repetitions")
@@ -646,6 +697,8 @@ def main() -> None:
         run_timing(args.steps, args.reps)
     if args.profile:
         run_profile(args.steps)
+    if args.library:
+        run_library_timing(args.steps, args.reps, args.out)
 
 
 if __name__ == "__main__":
