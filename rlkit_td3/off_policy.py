@@ -29,6 +29,7 @@ from rlkit_td3.buffers import (
 )
 from rlkit_td3.callbacks import MaybeCallback, convert_callback
 from rlkit_td3.dict_obs import obs_copy, obs_rows, obs_set_row, obs_where
+from rlkit_td3.fused_update import FusedUpdate
 from rlkit_td3.her import HerReplayBuffer, per_env_infos
 from rlkit_td3.noise import ActionNoise, NormalActionNoise, VectorizedActionNoise, draw_noise
 from rlkit_td3.optim import MOMENT_FLUSH_EVERY, flush_tiny_moments, optimizer_step, zero_grad
@@ -102,6 +103,12 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         verbose: 0 silent, 1 prints a training table every ``log_interval`` episodes.
         seed: seeds torch, the buffer's sampler, the noise, the warm-up actions and the env's first reset.
         device: ``"auto"``, ``"cpu"``, ``"cuda"``, ...
+
+    Attributes:
+        use_fused_update: ``train`` makes each eligible update with `rlkit_td3.fused_update.FusedUpdate`, the
+            same update as `_train_step` bit for bit without autograd's overhead (about 10 % faster per update at
+            the default sizes on a CPU); ``False`` always uses `_train_step`. Default True; not saved (a loaded
+            model starts with True).
     """
 
     policy_aliases: ClassVar[dict[str, type[TD3Policy]]] = POLICY_ALIASES
@@ -197,6 +204,9 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         )
         self._pending_reset_step = False
         self._env_seeded = False
+        self.use_fused_update = True
+        # (state key, FusedUpdate or None) of the last train() call, see _fused_update_for
+        self._fused_update: tuple[tuple, FusedUpdate | None] | None = None
         if _init_setup_model:
             self._setup_model()
             self._fit_to_env(strict=True)
@@ -575,10 +585,15 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         if isinstance(self.replay_buffer, PrioritizedReplayBuffer):
             self.replay_buffer.set_progress(1.0 - self._current_progress_remaining)  # anneals PER's beta
         critic_before, actor_before = self._critic_loss_sum.clone(), self._actor_loss_sum.clone()
+        fused = self._fused_update_for(batch_size)
         for _ in range(gradient_steps):
             self._n_updates += 1
             batch = self.policy.normalize_batch(self.replay_buffer.sample(batch_size))  # as-is without normalize_obs
-            self._train_step(batch, update_actor=self._n_updates % self.policy_delay == 0)
+            update_actor = self._n_updates % self.policy_delay == 0
+            if fused is not None and fused.accepts(batch):
+                fused.step(batch, update_actor)  # the same update, bit for bit, without autograd
+            else:
+                self._train_step(batch, update_actor=update_actor)
             if self._n_updates % MOMENT_FLUSH_EVERY == 0:
                 flush_tiny_moments(self.policy.critic_optimizer)
                 flush_tiny_moments(self.policy.actor_optimizer)
@@ -589,6 +604,20 @@ class OffPolicyAlgorithm(BaseAlgorithm):
                 f"{self._n_updates} (num_timesteps={self.num_timesteps}); check rewards and observations for huge "
                 "values, or lower the learning rate. The networks may hold NaNs now: reload the last checkpoint."
             )
+
+    def _fused_update_for(self, batch_size: int) -> FusedUpdate | None:
+        """The model's `FusedUpdate` for ``batch_size``, rebuilt when the policy, a module, a parameter or the batch
+        size changed since it was built; None when ``use_fused_update`` is off or the model is not eligible."""
+        if not self.use_fused_update:
+            return None
+        key = FusedUpdate.state_key(self, batch_size)
+        cached = self._fused_update
+        if cached is None or cached[0] != key:
+            fused = None
+            if batch_size >= 2 and FusedUpdate.ineligibility(self) is None:
+                fused = FusedUpdate(self, batch_size)
+            cached = self._fused_update = (key, fused)
+        return cached[1]
 
     def _update_learning_rate(self) -> None:
         progress = self._current_progress_remaining

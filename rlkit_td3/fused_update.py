@@ -1,0 +1,420 @@
+"""The TD3/DDPG update without autograd: the same tensor operations as `OffPolicyAlgorithm._train_step`, with the
+backward pass written out, over buffers allocated once.
+
+Why: at the sizes TD3 is usually run at on a CPU (observations of a few dozen numbers, ``[400, 300]`` networks,
+batches of 256, one thread), building the autograd graph and allocating a fresh tensor for every forward and
+backward operation cost about 1 ms of a 7-9 ms update. `FusedUpdate` makes the very calls autograd makes (``addmm``
+/ ``baddbmm`` forwards, the ``mm`` / ``bmm`` / ``sum`` / ``threshold_backward`` / ``tanh_backward`` of their
+derivative formulas) but writes them into preallocated tensors (``out=``), and keeps its gradient tensors installed
+as the parameters' ``.grad``. The optimizer steps, the Polyak averaging and the loss statistics are the library's.
+
+It must equal `OffPolicyAlgorithm._train_step` (the readable reference, unchanged) bit for bit: parameters, target
+networks, optimizer states, ``.grad`` values and loss sums. That is why it only mirrors autograd: every operation has
+the operand shapes, strides and reduction order the reference's forward and autograd's backward give it (BLAS
+libraries such as MKL choose kernels per CPU, but both paths then make the same calls on the same machine). So it
+computes the full input gradient of the critic at ``[s, pi(s)]`` and slices the action columns out, as autograd
+does, rather than a smaller product of another shape, and computes the rank-1 products through a width-1 output layer
+with the same ``bmm`` / ``mm`` autograd uses. ``tests/test_fused_update.py`` checks the equality (float32 and
+float64, TD3 and DDPG, through ``learn`` and through an exact resume).
+
+Eligibility (`FusedUpdate.ineligibility`), checked when the fused step is built; anything else uses ``_train_step``:
+
+* the model does not override ``_train_step``, the policy is on the CPU and gradients are enabled;
+* the actor and its target are `Actor` modules built as the library builds them: the default flatten extractor,
+  float input passed through unchanged, ``Linear`` / ``ReLU`` hidden layers (at least one), a ``Linear`` output and
+  ``Tanh``; the critic and its target are `CriticEnsemble` modules with the flatten extractor (not shared),
+  ``ReLU``, no LayerNorm and at least one hidden layer; no module or parameter hooks;
+* all parameters have one floating dtype, float32 or float64, and every actor and critic parameter requires a
+  gradient; the optimizers hold exactly the actor's and the critic's parameters.
+
+And per batch (`FusedUpdate.accepts`): a plain `ReplayBufferSamples` (not a prioritized or n-step batch) whose
+observations and actions have the parameters' dtype and the expected shapes. ``normalize_obs`` is no obstacle: the
+batch is normalised by ``policy.normalize_batch`` before either step sees it.
+
+`OffPolicyAlgorithm.train` keeps one `FusedUpdate` per model and, at every call, compares a cheap key
+(`FusedUpdate.state_key`: identities of the policy, optimizers, modules and parameters, the parameters' storage,
+shape, dtype and ``requires_grad``, hooks, the batch size) with the one it was built for: a swapped policy, module or
+parameter, a cast, a new hook or another batch size rebuilds it (or falls back to autograd).
+``model.use_fused_update = False`` turns it off.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch import nn
+from torch.nn.modules import module as _module_mod
+
+from rlkit_td3.buffers import ReplayBufferSamples
+from rlkit_td3.optim import optimizer_step
+from rlkit_td3.policies.td3_policy import Actor, CriticEnsemble, ScaleImages, _FlattenBatch
+from rlkit_td3.torch_layers import FlattenExtractor
+
+if TYPE_CHECKING:
+    from rlkit_td3.off_policy import OffPolicyAlgorithm
+
+_threshold_backward = torch.ops.aten.threshold_backward.grad_input
+_tanh_backward = torch.ops.aten.tanh_backward.grad_input
+_FLATTEN_TYPES = (FlattenExtractor, _FlattenBatch)
+_DTYPES = (torch.float32, torch.float64)
+
+
+def _has_module_hooks(module: nn.Module) -> bool:
+    return bool(
+        module._forward_hooks or module._forward_pre_hooks or module._backward_hooks or module._backward_pre_hooks
+    )
+
+
+def _global_hooks() -> bool:
+    return bool(
+        getattr(_module_mod, "_global_forward_hooks", None)
+        or getattr(_module_mod, "_global_forward_pre_hooks", None)
+        or getattr(_module_mod, "_global_backward_hooks", None)
+        or getattr(_module_mod, "_global_backward_pre_hooks", None)
+    )
+
+
+def _param_has_hooks(param: torch.Tensor) -> bool:
+    return bool(param._backward_hooks or getattr(param, "_post_accumulate_grad_hooks", None))
+
+
+def _actor_linears(actor: Any) -> list[nn.Linear] | None:
+    """The ``Linear`` layers of an actor built as the library builds it (``Linear``/``ReLU`` pairs, ``Linear``,
+    ``Tanh``), or None."""
+    if type(actor) is not Actor:
+        return None
+    pre, ext, mu = actor.preprocess, actor.features_extractor, actor.mu
+    if type(pre) is not ScaleImages or pre.scale or type(ext) not in _FLATTEN_TYPES or type(mu) is not nn.Sequential:
+        return None
+    layers = list(mu)
+    if len(layers) < 4 or len(layers) % 2 or type(layers[-1]) is not nn.Tanh:
+        return None
+    linears = layers[0:-1:2]
+    if any(type(m) is not nn.Linear or m.bias is None for m in linears):
+        return None
+    if any(type(m) is not nn.ReLU for m in layers[1:-1:2]):
+        return None
+    for a, b in zip(linears[:-1], linears[1:]):
+        if a.out_features != b.in_features:
+            return None
+    return linears
+
+
+def _critic_ok(critic: Any) -> bool:
+    if type(critic) is not CriticEnsemble or critic.layer_norm or critic.shared_features_extractor is not None:
+        return False
+    pre = critic.preprocess
+    if type(pre) is not ScaleImages or pre.scale or type(critic.features_extractor) not in _FLATTEN_TYPES:
+        return False
+    if type(critic.activation) is not nn.ReLU or len(critic.weights) < 2 or len(critic.biases) != len(critic.weights):
+        return False
+    n = critic.weights[0].shape[0]
+    for i, (w, b) in enumerate(zip(critic.weights, critic.biases)):
+        if w.dim() != 3 or w.shape[0] != n or tuple(b.shape) != (n, 1, w.shape[2]):
+            return False
+        if i and w.shape[1] != critic.weights[i - 1].shape[2]:
+            return False
+    return critic.weights[-1].shape[2] == 1
+
+
+def _modules(policy: Any) -> list[nn.Module]:
+    nets = (policy.actor, policy.actor_target, policy.critic, policy.critic_target)
+    return [m for net in nets for m in net.modules()]
+
+
+class FusedUpdate:
+    """The update of ``model`` (`OffPolicyAlgorithm._train_step`, bit for bit) over buffers for ``batch_size``.
+
+    Build it only for a model `ineligibility` accepts; `OffPolicyAlgorithm.train` does that, compares `state_key`
+    at every call and passes only batches `accepts` takes.
+
+    Args:
+        model: the TD3/DDPG model whose update this is.
+        batch_size: the number of transitions per batch the buffers are allocated for.
+    """
+
+    def __init__(self, model: OffPolicyAlgorithm, batch_size: int) -> None:
+        reason = self.ineligibility(model)
+        if reason is not None:
+            raise ValueError(f"the fused update does not cover this model: {reason}")
+        if batch_size < 2:
+            raise ValueError(f"the fused update needs batch_size >= 2, got {batch_size}")
+        policy = model.policy
+        self.model, self.policy, self.B = model, policy, int(batch_size)
+        B = self.B
+        self.actor_linears = _actor_linears(policy.actor) or []
+        self.target_linears = _actor_linears(policy.actor_target) or []
+        self.critic, self.critic_target = policy.critic, policy.critic_target
+        weight = self.critic.weights[0]
+        self.dtype, self.device = dtype, device = weight.dtype, weight.device
+        self.A = self.actor_linears[-1].out_features
+        self.D = self.actor_linears[0].in_features
+        self.D_in = self.D + self.A
+
+        def buf(*shape: int) -> torch.Tensor:
+            return torch.empty(shape, dtype=dtype, device=device)
+
+        # critic inputs [s, a] (what torch.cat gives the reference): target (s', a'), loss (s, a), actor (s, pi(s))
+        self.x_next, self.x, self.x_pi = buf(B, self.D_in), buf(B, self.D_in), buf(B, self.D_in)
+        # actor forwards: hidden ReLU outputs, pre-tanh outputs, tanh outputs (contiguous, as the reference's)
+        self.ta_h = [buf(B, m.out_features) for m in self.target_linears[:-1]]
+        self.ta_u, self.ta_out = buf(B, self.A), buf(B, self.A)
+        self.a_h = [buf(B, m.out_features) for m in self.actor_linears[:-1]]
+        self.a_u, self.a_out = buf(B, self.A), buf(B, self.A)
+        self.da_h = [buf(B, m.out_features) for m in self.actor_linears[:-1]]
+        self.du = buf(B, self.A)
+        # critic forwards and backward
+        tc, c = self.critic_target, self.critic
+        self.tz = [buf(w.shape[0], B, w.shape[2]) for w in tc.weights]  # the last one holds Q'(s', a')
+        self.z = [buf(w.shape[0], B, w.shape[2]) for w in c.weights]  # the last one holds Q(s, a)
+        self.dz = [buf(w.shape[0], B, w.shape[2]) for w in c.weights]
+        C = c.weights[0].shape[0]
+        self.next_q = buf(B)
+        self.next_q_idx = torch.empty(B, dtype=torch.long, device=device)
+        self.diff = buf(C, B)
+        # 1/B as the reference's mean backward computes it (a division in the parameters' dtype)
+        self.inv_b = torch.ones((), dtype=dtype, device=device).div(B)
+        # actor step: critic 0 at [s, pi(s)] and its backward to the input
+        self.g = [buf(B, w.shape[2]) for w in c.weights]  # the last one holds Q1(s, pi(s))
+        self.dg = [buf(B, w.shape[2]) for w in c.weights[:-1]]
+        # d(-mean Q1)/dQ1 = (-1) / B for every sample, as NegBackward then MeanBackward give it
+        self.dq1 = torch.full((B, 1), -1.0, dtype=dtype, device=device).div_(B)
+        self.dx_pi = buf(B, self.D_in)
+        # gradients, installed as the parameters' .grad before each backward
+        self.critic_params = list(c.parameters())
+        self.actor_params = list(policy.actor.parameters())
+        self.critic_grads = [torch.zeros_like(p, memory_format=torch.contiguous_format) for p in self.critic_params]
+        self.actor_grads = [torch.zeros_like(p, memory_format=torch.contiguous_format) for p in self.actor_params]
+        index = {id(p): g for p, g in zip(self.critic_params, self.critic_grads)}
+        self.gc_w = [index[id(w)] for w in c.weights]
+        self.gc_b = [index[id(b)] for b in c.biases]
+        index = {id(p): g for p, g in zip(self.actor_params, self.actor_grads)}
+        self.ga_w = [index[id(m.weight)] for m in self.actor_linears]
+        self.ga_b = [index[id(m.bias)] for m in self.actor_linears]
+        self.updates = 0
+        """Number of updates this object has made (for tests and benchmarks)."""
+        self.key = self.state_key(model, batch_size)
+
+    # ------------------------------------------------------------------ eligibility
+    @staticmethod
+    def ineligibility(model: OffPolicyAlgorithm) -> str | None:
+        """Why the fused update cannot stand for ``model._train_step``, or None when it can (see the module
+        docstring for the rules)."""
+        from rlkit_td3.off_policy import OffPolicyAlgorithm
+
+        if type(model)._train_step is not OffPolicyAlgorithm._train_step or "_train_step" in vars(model):
+            return "_train_step is overridden"
+        policy = model.policy
+        actor, critic = _actor_linears(policy.actor), policy.critic
+        target_actor, target_critic = _actor_linears(policy.actor_target), policy.critic_target
+        if actor is None or target_actor is None:
+            return "the actor is not the library's flatten/Linear/ReLU/Tanh actor"
+        if not (_critic_ok(critic) and _critic_ok(target_critic)):
+            return "the critic is not a CriticEnsemble with the flatten extractor, ReLU and no LayerNorm"
+        obs_dim, act_dim = actor[0].in_features, actor[-1].out_features
+        for linears in (actor, target_actor):
+            if linears[0].in_features != obs_dim or linears[-1].out_features != act_dim:
+                return "the actor and its target differ in their input or output sizes"
+        for ens in (critic, target_critic):
+            if ens.weights[0].shape[1] != obs_dim + act_dim:
+                return "the critic's input size is not observations + actions"
+        params = [p for net in (policy.actor, policy.actor_target, critic, target_critic) for p in net.parameters()]
+        dtypes = {p.dtype for p in params}
+        if len(dtypes) != 1 or next(iter(dtypes)) not in _DTYPES:
+            return f"the parameters' dtypes are {sorted(map(str, dtypes))}, not one of float32 or float64"
+        if any(p.device.type != "cpu" for p in params):
+            return "the networks are not on the CPU"
+        if any(p.is_sparse or not p.is_contiguous() for p in params):
+            return "a parameter is sparse or not contiguous"
+        for net, opt in ((policy.actor, policy.actor_optimizer), (critic, policy.critic_optimizer)):
+            own = list(net.parameters())
+            if not all(p.requires_grad for p in own):
+                return "an actor or critic parameter does not require a gradient"
+            held = [p for group in opt.param_groups for p in group["params"]]
+            if len(held) != len(own) or {id(p) for p in held} != {id(p) for p in own}:
+                return "an optimizer does not hold exactly its network's parameters"
+        if _global_hooks() or any(_has_module_hooks(m) for m in _modules(policy)) or any(map(_param_has_hooks, params)):
+            return "a module or parameter has hooks"
+        return None
+
+    @staticmethod
+    def state_key(model: OffPolicyAlgorithm, batch_size: int) -> tuple:
+        """What the buffers and the eligibility depend on: identities of the policy, optimizers, modules and
+        parameters, the parameters' storage, shape, dtype and ``requires_grad``, hooks, and the batch size."""
+        policy = model.policy
+        key: list[Any] = [batch_size, id(policy), id(policy.actor_optimizer), id(policy.critic_optimizer)]
+        key.append(type(model)._train_step)
+        key.append("_train_step" in vars(model))
+        for opt in (policy.actor_optimizer, policy.critic_optimizer):
+            key.append(tuple(id(p) for group in opt.param_groups for p in group["params"]))
+        append = key.append
+        for net in (policy.actor, policy.actor_target, policy.critic, policy.critic_target):
+            append(getattr(net, "layer_norm", None))
+            append(id(getattr(net, "shared_features_extractor", None)))
+            stack = [net]  # net.modules() without its generator machinery (this runs at every train() call)
+            while stack:
+                module = stack.pop()
+                append(id(module))
+                append(_has_module_hooks(module))
+                for p in module._parameters.values():
+                    if p is not None:
+                        append((id(p), p.data_ptr(), p.shape, p.dtype, p.requires_grad, _param_has_hooks(p)))
+                stack.extend(module._modules.values())
+        return tuple(key)
+
+    def accepts(self, batch: Any) -> bool:
+        """Whether ``batch`` is one the fused step covers: a plain `ReplayBufferSamples` of this batch size whose
+        observations and actions have the parameters' dtype and the expected sizes, with gradients enabled and no
+        global module hooks."""
+        if type(batch) is not ReplayBufferSamples or not torch.is_grad_enabled() or _global_hooks():
+            return False
+        B, dtype = self.B, self.dtype
+        obs, next_obs, actions = batch.observations, batch.next_observations, batch.actions
+        for t in (obs, next_obs, actions):
+            if not isinstance(t, torch.Tensor) or t.dtype != dtype or t.device != self.device or t.dim() < 1:
+                return False
+            if t.shape[0] != B:
+                return False
+        if obs.numel() != B * self.D or next_obs.numel() != B * self.D or tuple(actions.shape) != (B, self.A):
+            return False
+        rewards, terminated = batch.rewards, batch.terminated
+        return (
+            isinstance(rewards, torch.Tensor)
+            and isinstance(terminated, torch.Tensor)
+            and tuple(rewards.shape) == (B,)
+            and tuple(terminated.shape) == (B,)
+        )
+
+    # ------------------------------------------------------------------ forwards
+    def _actor_forward(
+        self,
+        linears: list[nn.Linear],
+        obs: torch.Tensor,
+        hidden: list[torch.Tensor],
+        u: torch.Tensor,
+        out: torch.Tensor,
+    ) -> torch.Tensor:
+        """``Actor.forward``: ``F.linear`` is ``addmm(bias, x, weight.t())``, ReLU is ``relu``, then ``tanh``."""
+        x = obs
+        for m, h in zip(linears[:-1], hidden):
+            torch.addmm(m.bias, x, m.weight.t(), out=h)
+            torch.relu_(h)
+            x = h
+        torch.addmm(linears[-1].bias, x, linears[-1].weight.t(), out=u)
+        return torch.tanh(u, out=out)
+
+    @staticmethod
+    def _critic_forward(critic: CriticEnsemble, x: torch.Tensor, z: list[torch.Tensor]) -> torch.Tensor:
+        """``CriticEnsemble.forward`` at ``x = cat([s, a], 1)``: one ``baddbmm`` per layer on the expanded input;
+        returns the Q-values, shape ``(n_critics, B, 1)``."""
+        h = x.expand(z[0].shape[0], -1, -1)
+        last = len(z) - 1
+        for i, (w, b, out) in enumerate(zip(critic.weights, critic.biases, z)):
+            torch.baddbmm(b, h, w, out=out)
+            if i < last:
+                torch.relu_(out)
+            h = out
+        return z[last]
+
+    # ------------------------------------------------------------------ the update
+    @torch.no_grad()
+    def step(self, batch: ReplayBufferSamples, update_actor: bool) -> None:
+        """One update: exactly ``model._train_step(batch, update_actor)``; ``batch`` must pass `accepts`."""
+        model, policy, B, D = self.model, self.policy, self.B, self.D
+        obs = batch.observations.reshape(B, -1)  # the flatten extractor
+        next_obs = batch.next_observations.reshape(B, -1)
+
+        # y = r + gamma (1 - terminated) min_i Q'_i(s', a'), a' = pi'(s') + clipped smoothing noise
+        next_actions = self._actor_forward(self.target_linears, next_obs, self.ta_h, self.ta_u, self.ta_out)
+        if model.target_policy_noise > 0.0:
+            noise = torch.randn(next_actions.shape, generator=model._smoothing_rng, device=next_actions.device).mul_(
+                model.target_policy_noise
+            )
+            noise = noise.clamp(-model.target_noise_clip, model.target_noise_clip)
+            next_actions = (next_actions + noise).clamp(-1.0, 1.0)
+        x = self.x_next
+        x[:, :D].copy_(next_obs)
+        x[:, D:].copy_(next_actions)
+        next_q_all = self._critic_forward(self.critic_target, x, self.tz).squeeze(-1)
+        next_q = torch.min(next_q_all, dim=0, out=(self.next_q, self.next_q_idx)).values
+        target_q = batch.rewards + model.gamma * (1.0 - batch.terminated) * next_q
+
+        # critic: loss sum_i mean_b (Q_i - y)^2, its gradient, the optimizer step
+        x = self.x
+        x[:, :D].copy_(obs)
+        x[:, D:].copy_(batch.actions)
+        q = self._critic_forward(self.critic, x, self.z)
+        diff = torch.sub(q.squeeze(-1), target_q, out=self.diff)
+        critic_loss = diff.pow(2).mean(dim=1).sum()
+        for param, grad in zip(self.critic_params, self.critic_grads):
+            param.grad = grad
+        # PowBackward (grad * (2 * diff)) after MeanBackward (1 / B) and SumBackward (1)
+        dq = self.dz[-1]
+        torch.mul(diff.unsqueeze(-1), 2.0, out=dq)
+        dq.mul_(self.inv_b)
+        self._critic_backward(x)
+        optimizer_step(policy.critic_optimizer)
+        model._critic_loss_sum += critic_loss
+        model._n_critic_losses += 1
+
+        if update_actor:
+            actor_loss = self._actor_loss_and_grads(obs)
+            optimizer_step(policy.actor_optimizer)
+            model._actor_loss_sum += actor_loss
+            model._n_actor_losses += 1
+            torch._foreach_lerp_(model._critic_target_params, model._critic_params, model.tau)
+            torch._foreach_lerp_(model._actor_target_params, model._actor_params, model.tau)
+        self.updates += 1
+
+    def _critic_backward(self, x: torch.Tensor) -> None:
+        """BaddbmmBackward / ReluBackward from the output gradient in ``dz[-1]`` down to layer 0's weights."""
+        c, z, dz = self.critic, self.z, self.dz
+        for i in range(len(z) - 1, -1, -1):
+            inp = z[i - 1] if i > 0 else x.expand(z[0].shape[0], -1, -1)
+            torch.bmm(inp.transpose(1, 2), dz[i], out=self.gc_w[i])  # batch2: batch1^T @ grad
+            torch.sum(dz[i], dim=[1], keepdim=True, out=self.gc_b[i])  # the broadcast bias: sum_to
+            if i > 0:  # batch1: grad @ batch2^T, then the ReLU's threshold_backward
+                torch.bmm(dz[i], c.weights[i].transpose(1, 2), out=dz[i - 1])
+                _threshold_backward(dz[i - 1], z[i - 1], 0.0, grad_input=dz[i - 1])
+
+    def _actor_loss_and_grads(self, obs: torch.Tensor) -> torch.Tensor:
+        """``-Q1(s, pi(s)).mean()`` with the critic 0's detached parameters, and the actor's gradients."""
+        D = self.D
+        a = self._actor_forward(self.actor_linears, obs, self.a_h, self.a_u, self.a_out)
+        x = self.x_pi
+        x[:, :D].copy_(obs)
+        x[:, D:].copy_(a)
+        c, g, dg = self.critic, self.g, self.dg
+        h = x
+        last = len(g) - 1
+        for i, (w, b, out) in enumerate(zip(c.weights, c.biases, g)):
+            torch.addmm(b[0], h, w[0], out=out)
+            if i < last:
+                torch.relu_(out)
+            h = out
+        actor_loss = -g[last].squeeze(-1).mean()
+        for param, grad in zip(self.actor_params, self.actor_grads):
+            param.grad = grad
+        # AddmmBackward (mat1: grad @ mat2^T) and ReluBackward down to the input [s, pi(s)]
+        grad = self.dq1
+        for i in range(last, -1, -1):
+            out = dg[i - 1] if i > 0 else self.dx_pi
+            torch.mm(grad, c.weights[i][0].t(), out=out)
+            if i > 0:
+                _threshold_backward(out, g[i - 1], 0.0, grad_input=out)
+            grad = out
+        # CatBackward: the action columns; TanhBackward
+        _tanh_backward(self.dx_pi.narrow(1, D, self.A), a, grad_input=self.du)
+        # the actor's Linear layers: weight grad^T @ input, bias sum over the batch, input grad @ weight
+        linears, hs, dh = self.actor_linears, self.a_h, self.da_h
+        grad = self.du
+        for i in range(len(linears) - 1, -1, -1):
+            inp = hs[i - 1] if i > 0 else obs
+            torch.mm(grad.t(), inp, out=self.ga_w[i])
+            torch.sum(grad, dim=[0], keepdim=True, out=self.ga_b[i].view(1, -1))
+            if i > 0:
+                torch.mm(grad, linears[i].weight, out=dh[i - 1])
+                _threshold_backward(dh[i - 1], hs[i - 1], 0.0, grad_input=dh[i - 1])
+                grad = dh[i - 1]
+        return actor_loss

@@ -1,0 +1,284 @@
+"""The fused update (`rlkit_td3.fused_update`) is `_train_step` bit for bit, is used only where it is eligible, and
+notices when what it was built for changes."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+from gymnasium import spaces
+from torch import nn
+
+from rlkit_td3 import DDPG, TD3
+from rlkit_td3.buffers import PrioritizedReplayBuffer, ReplayBufferSamples
+from rlkit_td3.fused_update import FusedUpdate
+from rlkit_td3.schedules import LinearSchedule
+from rlkit_td3.torch_layers import BaseFeaturesExtractor
+from rlkit_td3.utils import NonFiniteError
+from tests.test_resume import _assert_same_run, _entries
+
+ALGOS = {"td3": TD3, "ddpg": DDPG}
+
+
+def _filled(algo: str, fused: bool, arch=(64, 48), batch_size: int = 32, dtype=torch.float32, n: int = 1000, **kw):
+    """A model on Pendulum's spaces with ``n`` random transitions (5 % terminal) in its buffer."""
+    model = ALGOS[algo](
+        "MlpPolicy",
+        "Pendulum-v1",
+        learning_starts=0,
+        batch_size=batch_size,
+        buffer_size=n,
+        policy_kwargs={"net_arch": list(arch), **kw.pop("policy_kwargs", {})},
+        seed=0,
+        **kw,
+    )
+    model.use_fused_update = fused
+    rng = np.random.default_rng(0)
+    for _ in range(n):
+        obs = rng.normal(size=(1, 3)).astype(np.float32)
+        next_obs = obs + 0.1 * rng.normal(size=(1, 3)).astype(np.float32)
+        model.replay_buffer.add(
+            obs, next_obs, rng.uniform(-1, 1, (1, 1)), rng.normal(size=1), rng.random(1) < 0.05, np.array([False])
+        )
+    if dtype == torch.float64:
+        model.policy.double()
+        sample = model.replay_buffer.sample
+        model.replay_buffer.sample = lambda b: ReplayBufferSamples(*(t.double() for t in sample(b)))
+    return model
+
+
+def _state(model) -> dict[str, torch.Tensor]:
+    """Every parameter and target, every optimizer state tensor, every ``.grad``, the loss sums and counters."""
+    out = {f"policy.{k}": v for k, v in model.policy.state_dict().items()}
+    for name in ("actor_optimizer", "critic_optimizer"):
+        opt = getattr(model.policy, name)
+        for i, p in enumerate(opt.param_groups[0]["params"]):
+            for key, value in opt.state[p].items():
+                out[f"{name}.{i}.{key}"] = value
+            out[f"{name}.{i}.grad"] = p.grad if p.grad is not None else torch.tensor([])  # None
+            out[f"{name}.{i}.lr"] = torch.tensor(opt.param_groups[0]["lr"])
+    out["critic_loss_sum"], out["actor_loss_sum"] = model._critic_loss_sum, model._actor_loss_sum
+    out["counters"] = torch.tensor([model._n_updates, model._n_critic_losses, model._n_actor_losses])
+    return out
+
+
+def _assert_bitwise(a, b) -> None:
+    sa, sb = _state(a), _state(b)
+    assert sa.keys() == sb.keys()
+    different = [k for k in sa if not (sa[k].dtype == sb[k].dtype and torch.equal(sa[k], sb[k]))]
+    assert not different, different
+
+
+def _fused_updates(model) -> int:
+    cached = model._fused_update
+    return 0 if cached is None or cached[1] is None else cached[1].updates
+
+
+@pytest.fixture
+def backward_calls(monkeypatch):
+    """How many times autograd's backward ran (``_train_step`` calls it once or twice per update)."""
+    calls = []
+    original = torch.Tensor.backward
+
+    def counting(self, *args, **kwargs):
+        calls.append(1)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch.Tensor, "backward", counting)
+    return calls
+
+
+# ---------------------------------------------------------------------------- (a) bit for bit
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("algo", ["td3", "ddpg"])
+@pytest.mark.parametrize("batch_size", [32, 48])  # 48: 1/B is rounded, as in the reference's mean backward
+def test_fused_train_is_bitwise_the_autograd_train(algo, dtype, batch_size, backward_calls):
+    ref = _filled(algo, False, batch_size=batch_size, dtype=dtype, learning_rate=LinearSchedule(1e-3, 1e-4))
+    fus = _filled(algo, True, batch_size=batch_size, dtype=dtype, learning_rate=LinearSchedule(1e-3, 1e-4))
+    for steps, progress in ((1, 1.0), (63, 0.9), (100, 0.6), (136, 0.3)):  # 300 updates, across moment flushes
+        for model in (ref, fus):
+            model._current_progress_remaining = progress  # the learning-rate schedule moves
+            model.train(steps)
+    assert len(backward_calls) == 300 + ref._n_actor_losses  # the reference ran autograd, the fused model did not
+    assert _fused_updates(fus) == 300 and _fused_updates(ref) == 0
+    assert fus._n_actor_losses == (150 if algo == "td3" else 300)
+    _assert_bitwise(ref, fus)
+
+
+def test_fused_train_is_bitwise_at_the_default_sizes():
+    ref = _filled("td3", False, arch=(400, 300), batch_size=256, n=3000)
+    fus = _filled("td3", True, arch=(400, 300), batch_size=256, n=3000)
+    for model in (ref, fus):
+        model.train(50)
+    assert _fused_updates(fus) == 50
+    _assert_bitwise(ref, fus)
+
+
+@pytest.mark.parametrize(
+    ("algo", "kwargs"),
+    [
+        ("td3", {}),
+        ("ddpg", {}),
+        ("td3", {"policy_kwargs": {"net_arch": [32, 24], "normalize_obs": True}, "train_freq": 4, "gradient_steps": 3}),
+    ],
+)
+def test_learn_is_bitwise_the_autograd_learn(algo, kwargs):
+    def run(fused):
+        base = {"learning_starts": 100, "batch_size": 32, "seed": 5, "policy_kwargs": {"net_arch": [64, 48]}}
+        model = ALGOS[algo]("MlpPolicy", gym.make("Pendulum-v1"), **{**base, **kwargs})
+        model.use_fused_update = fused
+        return model.learn(800)
+
+    ref, fus = run(False), run(True)
+    assert _fused_updates(fus) == fus._n_updates > 0
+    assert [e["r"] for e in ref.ep_info_buffer] == [e["r"] for e in fus.ep_info_buffer]
+    _assert_bitwise(ref, fus)
+
+
+def test_non_finite_losses_raise_on_the_fused_path():
+    model = _filled("td3", True)
+    model.replay_buffer.rewards[:] = np.inf
+    with pytest.raises(NonFiniteError, match="training loss became non-finite"):
+        model.train(2)
+    assert _fused_updates(model) == 2
+
+
+# ---------------------------------------------------------------------------- (b) fallbacks
+class TinyExtractor(BaseFeaturesExtractor):
+    def __init__(self, observation_space: spaces.Box, features_dim: int = 5):
+        super().__init__(observation_space, features_dim)
+        self.net = nn.Linear(int(np.prod(observation_space.shape)), features_dim)
+
+    def forward(self, observations: torch.Tensor) -> torch.Tensor:
+        return self.net(observations)
+
+
+FALLBACKS = {
+    "per": {"replay_buffer_class": PrioritizedReplayBuffer},
+    "lap": {"replay_buffer_class": PrioritizedReplayBuffer, "replay_buffer_kwargs": {"prioritization": "lap"}},
+    "n_steps": {"n_steps": 3},
+    "layer_norm": {"policy_kwargs": {"critic_layer_norm": True}},
+    "tanh_activation": {"policy_kwargs": {"activation_fn": nn.Tanh}},
+    "custom_extractor": {"policy_kwargs": {"features_extractor_class": TinyExtractor}},
+    "shared_extractor": {"policy_kwargs": {"share_features_extractor": True}},
+}
+
+
+@pytest.mark.parametrize("case", list(FALLBACKS))
+def test_unusual_models_use_the_autograd_step(case, backward_calls):
+    model = TD3("MlpPolicy", gym.make("Pendulum-v1"), learning_starts=50, batch_size=16, seed=0, **FALLBACKS[case])
+    model.learn(120)
+    assert model._n_updates > 0 and _fused_updates(model) == 0
+    assert len(backward_calls) == model._n_critic_losses + model._n_actor_losses
+
+
+def test_an_overridden_train_step_is_called(backward_calls):
+    calls = []
+
+    class MyTD3(TD3):
+        def _train_step(self, batch, update_actor):
+            calls.append(update_actor)
+            super()._train_step(batch, update_actor)
+
+    model = MyTD3("MlpPolicy", gym.make("Pendulum-v1"), learning_starts=50, batch_size=16, seed=0)
+    model.learn(80)
+    assert len(calls) == model._n_updates > 0 and _fused_updates(model) == 0
+
+
+def test_the_switch_turns_it_off_and_on(backward_calls):
+    model = _filled("td3", True)
+    model.train(4)
+    assert _fused_updates(model) == 4 and not backward_calls
+    model.use_fused_update = False
+    model.train(4)
+    assert _fused_updates(model) == 4 and len(backward_calls) == 4 + 2
+    model.use_fused_update = True
+    model.train(4)
+    assert _fused_updates(model) == 8
+
+
+# ---------------------------------------------------------------------------- (c) changes are noticed
+def test_another_batch_size_rebuilds_the_buffers():
+    ref, fus = _filled("td3", False), _filled("td3", True)
+    for model in (ref, fus):
+        model.train(10)
+    first = fus._fused_update[1]
+    for model in (ref, fus):
+        model.train(10, batch_size=20)
+    second = fus._fused_update[1]
+    assert second is not first and second.B == 20 and second.updates == 10
+    _assert_bitwise(ref, fus)
+
+
+@pytest.mark.parametrize("change", ["data", "cast", "module", "policy_flag"])
+def test_swapped_parameters_and_modules_are_noticed(change, backward_calls):
+    ref, fus = _filled("td3", False), _filled("td3", True)
+    for model in (ref, fus):
+        model.train(10)
+    first = fus._fused_update[1]
+    for model in (ref, fus):
+        policy = model.policy
+        if change == "data":  # new storage behind the same Parameter object
+            weight = policy.critic.weights[1]
+            weight.data = weight.data.clone()
+        elif change == "cast":
+            policy.double()
+            for opt in (policy.actor_optimizer, policy.critic_optimizer):
+                opt.state.clear()  # Adam's float32 moments would not take float64 gradients
+            sample = model.replay_buffer.sample
+            model.replay_buffer.sample = lambda b, sample=sample: ReplayBufferSamples(*(t.double() for t in sample(b)))
+        elif change == "module":  # a new Linear (same weights) that the actor optimizer does not hold
+            old = policy.actor.mu[2]
+            new = nn.Linear(old.in_features, old.out_features)
+            new.load_state_dict(old.state_dict())
+            policy.actor.mu[2] = new
+        else:
+            policy.critic.layer_norm = True  # the reference would now look for LayerNorm parameters: don't train
+    if change == "policy_flag":
+        assert FusedUpdate.state_key(fus, 32) != first.key
+        return
+    backward_calls.clear()
+    for model in (ref, fus):
+        model.train(10)
+    if change == "module":
+        assert fus._fused_update[1] is None and len(backward_calls) == 2 * (10 + 5)  # both fell back to autograd
+    else:
+        assert fus._fused_update[1] is not first and fus._fused_update[1].updates == 10
+        assert len(backward_calls) == 10 + 5  # the reference only
+    _assert_bitwise(ref, fus)
+
+
+def test_a_parameter_hook_falls_back_to_autograd(backward_calls):
+    model = _filled("td3", True)
+    model.train(2)
+    seen = []
+    model.policy.critic.weights[0].register_hook(lambda grad: seen.append(1))
+    model.train(2)
+    assert _fused_updates(model) == 0 and len(seen) == 2
+
+
+# ---------------------------------------------------------------------------- (d) exact resume
+@pytest.mark.parametrize("straight_fused", [False, True])
+def test_exact_resume_across_the_two_paths(tmp_path, straight_fused):
+    """A run checkpointed with its buffer and resumed on the other path ends bit for bit where the straight one
+    does."""
+    kwargs = dict(learning_starts=200, batch_size=32, policy_kwargs={"net_arch": [32, 32]}, seed=7)
+    checkpoint = tmp_path / "k.zip"
+
+    def save_at_400(locals_, globals_):
+        if locals_["self"].num_timesteps == 400:
+            locals_["self"].save(checkpoint, include_buffer=True)
+        return True
+
+    straight = TD3("MlpPolicy", gym.make("Pendulum-v1"), **kwargs)
+    straight.use_fused_update = straight_fused
+    straight.learn(600, callback=save_at_400)
+    straight.save(tmp_path / "straight.zip", include_buffer=True)
+    resumed = TD3.load(checkpoint, env=gym.make("Pendulum-v1"))
+    assert resumed.use_fused_update  # not saved: a loaded model starts with the default
+    resumed.use_fused_update = not straight_fused
+    resumed.learn(200, reset_num_timesteps=False)
+    resumed.save(tmp_path / "resumed.zip", include_buffer=True)
+    assert _fused_updates(straight if straight_fused else resumed) > 0
+    _assert_same_run(_entries(tmp_path / "straight.zip"), _entries(tmp_path / "resumed.zip"))
