@@ -214,18 +214,26 @@ def run_one(
     os.replace(tmp, done_marker)
 
 
-def _read_runs(out: Path) -> list[dict[str, Any]]:
+def _read_runs(out: Path, up_to: int | None = None) -> list[dict[str, Any]]:
+    """Every evaluation row of the sweep; with ``up_to``, only those up to that step, and a run counts as
+    finished when it reached it (growing runs stopped between stages are summarized at a common length)."""
     rows = []
     for path in sorted((out / "runs").glob("*.csv")):
-        finished = path.with_suffix(".done").exists()
         with open(path, newline="") as f:
-            rows += [dict(r, finished=finished) for r in csv.DictReader(f)]
+            run = list(csv.DictReader(f))
+        if up_to is None:
+            finished = path.with_suffix(".done").exists()
+        else:
+            run = [r for r in run if int(r["timesteps"]) <= up_to]
+            finished = any(int(r["timesteps"]) == up_to for r in run)
+        rows += [dict(r, finished=finished) for r in run]
     return rows
 
 
-def summarize(out: Path) -> str:
-    """results.csv, summary.md (IQM of the last evaluations with bootstrap CIs) and curves.png."""
-    rows = _read_runs(out)
+def summarize(out: Path, up_to: int | None = None) -> str:
+    """results.csv, summary.md (IQM of the last evaluations with bootstrap CIs) and curves.png; with ``up_to``
+    every run is cut at that step (see `_read_runs`)."""
+    rows = _read_runs(out, up_to)
     if not rows:
         return "no evaluations yet"
     with open(out / "results.csv", "w", newline="") as f:
@@ -254,14 +262,15 @@ def summarize(out: Path) -> str:
             f"| {env} | {algo} | {lib} | {len(done)} | {float(iqm(scores.ravel())):.1f} | "
             f"[{low:.1f}, {high:.1f}] | {per_seed} |"
         )
-    for (env, algo, lib), scores in scored.items():  # the libraries against each other, where both have runs
-        other = scored.get((env, algo, "sb3"))
-        if lib == "rlkit" and other is not None:
-            difference, low, high = iqm_difference_ci(scores, other)
-            verdict = "excludes 0: the libraries differ" if low > 0 or high < 0 else "includes 0: not separable"
+    pairs = [((env, algo, "rlkit"), (env, algo, "sb3")) for env, algo, _ in scored]  # library against library
+    pairs += [((env, "td3", lib), (env, "ddpg", lib)) for env, _, lib in scored]  # TD3 against DDPG
+    for first, second in dict.fromkeys(pairs):
+        if first in scored and second in scored:
+            difference, low, high = iqm_difference_ci(scored[first], scored[second])
+            verdict = "excludes 0: they differ" if low > 0 or high < 0 else "includes 0: not separable"
             lines.append(
-                f"\n{env} {algo}: IQM rlkit_td3 − SB3 = {difference:.1f}, 95 % CI [{low:.1f}, {high:.1f}] (runs "
-                f"resampled within each library; {verdict})"
+                f"\n{first[0]}: IQM {'/'.join(first[1:])} − {'/'.join(second[1:])} = {difference:.1f}, 95 % CI "
+                f"[{low:.1f}, {high:.1f}] (runs resampled within each group; {verdict})"
             )
     text = "\n".join(lines) + "\n"
     (out / "summary.md").write_text(text)
@@ -311,6 +320,9 @@ def main() -> None:
     parser.add_argument("--eval-episodes", type=int, default=10)
     parser.add_argument("--summarize", action="store_true", help="only write the summary of what has run")
     parser.add_argument(
+        "--up-to", type=int, default=None, help="with --summarize: cut every run at this step (runs that reached it)"
+    )
+    parser.add_argument(
         "--checkpoint", action="store_true", help="rlkit_td3 runs save after each evaluation and resume exactly"
     )
     args = parser.parse_args()
@@ -332,7 +344,7 @@ def main() -> None:
                         args.checkpoint,
                     )
                     summarize(args.out)
-    print(summarize(args.out))
+    print(summarize(args.out, args.up_to if args.summarize else None))
 
 
 if __name__ == "__main__":

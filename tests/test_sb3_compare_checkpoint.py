@@ -68,3 +68,25 @@ def test_without_checkpoint_an_unfinished_run_restarts_from_step_zero(tmp_path, 
     (out / "runs" / "rlkit_td3_s0.csv").write_text("lib,algo,env,seed,timesteps,mean_return,std_return,wall_s\n")
     sb3_compare.run_one(out, "rlkit", "td3", "Pendulum-v1", 0, 600, 600, 1)
     assert [t for t, _ in _rows(out)] == ["600"]
+
+
+def test_summary_up_to_a_step_cuts_every_run_and_counts_those_that_reached_it(tmp_path):
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    fields = sb3_compare.FIELDS
+    for algo, seed, last in (("td3", 0, 30_000), ("td3", 1, 35_000), ("ddpg", 0, 30_000), ("ddpg", 1, 25_000)):
+        with open(runs / f"rlkit_{algo}_s{seed}.csv", "w", newline="") as f:
+            writer = csv.DictWriter(f, fields)
+            writer.writeheader()
+            for step in range(5_000, last + 1, 5_000):
+                value = step / 1_000 + (10.0 if algo == "td3" else 0.0)
+                writer.writerow(dict(lib="rlkit", algo=algo, env="E", seed=seed, timesteps=step, mean_return=value,
+                                     std_return=0.0, wall_s=1.0))  # fmt: skip
+    rows = sb3_compare._read_runs(tmp_path, up_to=30_000)
+    assert max(int(r["timesteps"]) for r in rows) == 30_000  # td3 seed 1 is cut at 30k
+    finished = {(r["algo"], r["seed"]) for r in rows if r["finished"]}
+    assert finished == {("td3", "0"), ("td3", "1"), ("ddpg", "0")}  # ddpg seed 1 stopped at 25k
+    assert not any(r["finished"] for r in sb3_compare._read_runs(tmp_path))  # no .done markers
+    text = sb3_compare.summarize(tmp_path, up_to=30_000)
+    assert "| E | td3 | rlkit | 2 | 30.0 |" in text and "| E | ddpg | rlkit | 1 | 20.0 |" in text
+    assert "E: IQM td3/rlkit − ddpg/rlkit = 10.0" in text
