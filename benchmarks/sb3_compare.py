@@ -289,8 +289,9 @@ def _plot(groups: dict, finished: set, path: Path) -> None:
         done = [s for s in seeds if (env, algo, lib, s) in finished]
         if not done:
             continue
-        curves = np.array([[v for _, v in sorted(seeds[s])] for s in done])
-        steps = np.array([t for t, _ in sorted(seeds[done[0]])])
+        common = min(len(seeds[s]) for s in done)  # runs grown to different stages: their common steps
+        curves = np.array([[v for _, v in sorted(seeds[s])[:common]] for s in done])
+        steps = np.array([t for t, _ in sorted(seeds[done[0]])[:common]])
         mean = curves.mean(axis=0)
         name = {"rlkit": "rlkit_td3", "sb3": "SB3"}.get(lib, lib)
         label = f"{name} {algo.upper()} ({len(done)} seeds)"
