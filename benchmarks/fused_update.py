@@ -18,8 +18,9 @@ Ideas, each a switch of `FusedTD3` so that it can be timed on its own:
    one ``mm``; otherwise a ``baddbmm`` on the expanded input, as the library does.
 2. ``action_rows``: in the actor step only the action rows of critic 0's layer-0 weight are used for the input
    gradient (``act`` of the ``obs + act`` rows); otherwise the full input gradient is computed and sliced.
-3. the target forwards (actor target, critic targets) with preallocated outputs: timed inside the library's
-   autograd step (``hybrid``: the library's ``_train_step`` with only the target computation replaced).
+3. the target forwards (actor target, critic targets) with preallocated outputs. Timed once inside the library's
+   autograd step (``_train_step`` with only the target computation replaced, in commit ``16ec614``): no gain
+   (x1.014 and x0.995 in two runs), so that variant was removed; the fused paths here include it.
 4. ``outer_elementwise``: the gradient through a width-1 output layer (``dq @ W_last^T``, a rank-1 product) as
    a broadcast multiply instead of a ``bmm``/``mm`` with inner size 1; in the actor step this product is a
    constant row (``-W_last / B``) and is not recomputed per sample.
@@ -375,42 +376,6 @@ class FusedTD3:
                 flush_tiny_moments(model.policy.actor_optimizer)
 
 
-def hybrid_step(model, fused: FusedTD3, batch: ReplayBufferSamples, update_actor: bool) -> None:
-    """Idea 3 alone: the library's ``_train_step`` (autograd) with the target computed by `FusedTD3.target`."""
-    from rlkit_td3.optim import zero_grad
-
-    policy = model.policy
-    with torch.no_grad():
-        target_q = fused.target(batch)
-    current_q = policy.critic(batch.observations, batch.actions)
-    critic_loss = (current_q - target_q).pow(2).mean(dim=1).sum()
-    zero_grad(policy.critic_optimizer)
-    critic_loss.backward()
-    optimizer_step(policy.critic_optimizer)
-    model._critic_loss_sum += critic_loss.detach()
-    model._n_critic_losses += 1
-    if update_actor:
-        actor_loss = -policy.critic.q1_forward(batch.observations, policy.actor(batch.observations)).mean()
-        zero_grad(policy.actor_optimizer)
-        actor_loss.backward()
-        optimizer_step(policy.actor_optimizer)
-        model._actor_loss_sum += actor_loss.detach()
-        model._n_actor_losses += 1
-        with torch.no_grad():
-            torch._foreach_lerp_(model._critic_target_params, model._critic_params, model.tau)
-            torch._foreach_lerp_(model._actor_target_params, model._actor_params, model.tau)
-
-
-def hybrid_train(model, fused: FusedTD3, gradient_steps: int, batch_size: int) -> None:
-    model._update_learning_rate()
-    for _ in range(gradient_steps):
-        model._n_updates += 1
-        hybrid_step(model, fused, model.replay_buffer.sample(batch_size), model._n_updates % model.policy_delay == 0)
-        if model._n_updates % MOMENT_FLUSH_EVERY == 0:
-            flush_tiny_moments(model.policy.critic_optimizer)
-            flush_tiny_moments(model.policy.actor_optimizer)
-
-
 # ---------------------------------------------------------------------------------------------------------
 # checks
 
@@ -577,15 +542,13 @@ def run_timing(steps: int, reps: int) -> None:
         "fused no (2) action_rows": FusedTD3(model, action_rows=False),
         "fused no (4) outer_elem": FusedTD3(model, outer_elementwise=False),
     }
-    hybrid_helper = FusedTD3(model, cat_layer0=False, bias_row=False)  # the target forward as the library's
     sink = io.StringIO()
 
     def library(n):
         with redirect_stdout(sink):
             model.train(gradient_steps=n, batch_size=BATCH)
 
-    fns = {"library model.train": library, "hybrid (3): lib + fused target": None}
-    fns["hybrid (3): lib + fused target"] = lambda n: hybrid_train(model, hybrid_helper, n, BATCH)
+    fns = {"library model.train": library}
     for name, fused in variants.items():
         fns[name] = lambda n, f=fused: f.train(n, BATCH)
     for fn in fns.values():  # warm-up
