@@ -115,6 +115,22 @@ def test_fused_train_is_bitwise_at_the_default_sizes():
     _assert_bitwise(ref, fus)
 
 
+def test_fused_train_is_bitwise_at_two_threads():
+    """Both paths make the same calls, so they agree at any torch thread count, not only the suite's one thread
+    (matrix products split their work by thread count, which changes roundings between thread counts)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        ref = _filled("td3", False, arch=(400, 300), batch_size=256, n=3000)
+        fus = _filled("td3", True, arch=(400, 300), batch_size=256, n=3000)
+        for model in (ref, fus):
+            model.train(40)
+    finally:
+        torch.set_num_threads(before)
+    assert _fused_updates(fus) == 40
+    _assert_bitwise(ref, fus)
+
+
 @pytest.mark.parametrize(
     ("algo", "kwargs"),
     [
