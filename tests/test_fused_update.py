@@ -115,19 +115,29 @@ def test_fused_train_is_bitwise_at_the_default_sizes():
     _assert_bitwise(ref, fus)
 
 
-def test_fused_train_is_bitwise_at_two_threads():
-    """Both paths make the same calls, so they agree at any torch thread count, not only the suite's one thread
-    (matrix products split their work by thread count, which changes roundings between thread counts)."""
+@pytest.mark.parametrize(
+    ("threads", "algo", "dtype", "arch", "batch_size"),
+    [
+        (2, "td3", torch.float32, (400, 300), 256),
+        (2, "ddpg", torch.float64, (64, 48), 48),
+        (3, "td3", torch.float32, (64, 48), 48),  # three row blocks of 16
+    ],
+)
+def test_fused_train_is_bitwise_at_several_threads(threads, algo, dtype, arch, batch_size):
+    """Both paths agree at any torch thread count, not only the suite's one thread (matrix products split their
+    work by thread count, which changes roundings between thread counts), including the fused path's row-blocked
+    products (`FusedUpdate._gemm`), which it uses at more than one thread."""
     before = torch.get_num_threads()
-    torch.set_num_threads(2)
+    torch.set_num_threads(threads)
     try:
-        ref = _filled("td3", False, arch=(400, 300), batch_size=256, n=3000)
-        fus = _filled("td3", True, arch=(400, 300), batch_size=256, n=3000)
+        ref = _filled(algo, False, arch=arch, batch_size=batch_size, n=3000, dtype=dtype)
+        fus = _filled(algo, True, arch=arch, batch_size=batch_size, n=3000, dtype=dtype)
         for model in (ref, fus):
             model.train(40)
     finally:
         torch.set_num_threads(before)
     assert _fused_updates(fus) == 40
+    assert fus._fused_update[1].parts == threads  # the row-blocked products were used
     _assert_bitwise(ref, fus)
 
 
