@@ -340,14 +340,18 @@ class FusedUpdate:
         self._gemm(x, linears[-1].weight.t(), u, linears[-1].bias)
         return torch.tanh(u, out=out)
 
-    @staticmethod
-    def _critic_forward(critic: CriticEnsemble, x: torch.Tensor, z: list[torch.Tensor]) -> torch.Tensor:
-        """``CriticEnsemble.forward`` at ``x = cat([s, a], 1)``: one ``baddbmm`` per layer on the expanded input;
-        returns the Q-values, shape ``(n_critics, B, 1)``."""
+    def _critic_forward(self, critic: CriticEnsemble, x: torch.Tensor, z: list[torch.Tensor]) -> torch.Tensor:
+        """``CriticEnsemble.forward`` at ``x = cat([s, a], 1)``: one ``baddbmm`` per layer on the expanded input
+        (a single critic at several threads: row blocks, `_gemm`); returns the Q-values, shape
+        ``(n_critics, B, 1)``."""
+        single = z[0].shape[0] == 1 and self.parts > 1
         h = x.expand(z[0].shape[0], -1, -1)
         last = len(z) - 1
         for i, (w, b, out) in enumerate(zip(critic.weights, critic.biases, z)):
-            torch.baddbmm(b, h, w, out=out)
+            if single:
+                self._gemm(h[0], w[0], out[0], b[0])
+            else:
+                torch.baddbmm(b, h, w, out=out)
             if i < last:
                 torch.relu_(out)
             h = out
@@ -407,12 +411,19 @@ class FusedUpdate:
     def _critic_backward(self, x: torch.Tensor) -> None:
         """BaddbmmBackward / ReluBackward from the output gradient in ``dz[-1]`` down to layer 0's weights."""
         c, z, dz = self.critic, self.z, self.dz
+        single = z[0].shape[0] == 1 and self.parts > 1  # one critic at several threads: row blocks, `_gemm`
         for i in range(len(z) - 1, -1, -1):
             inp = z[i - 1] if i > 0 else x.expand(z[0].shape[0], -1, -1)
-            torch.bmm(inp.transpose(1, 2), dz[i], out=self.gc_w[i])  # batch2: batch1^T @ grad
+            if single:
+                self._gemm(inp[0].t(), dz[i][0], self.gc_w[i][0])
+            else:
+                torch.bmm(inp.transpose(1, 2), dz[i], out=self.gc_w[i])  # batch2: batch1^T @ grad
             torch.sum(dz[i], dim=[1], keepdim=True, out=self.gc_b[i])  # the broadcast bias: sum_to
             if i > 0:  # batch1: grad @ batch2^T, then the ReLU's threshold_backward
-                torch.bmm(dz[i], c.weights[i].transpose(1, 2), out=dz[i - 1])
+                if single:
+                    self._gemm(dz[i][0], c.weights[i][0].t(), dz[i - 1][0])
+                else:
+                    torch.bmm(dz[i], c.weights[i].transpose(1, 2), out=dz[i - 1])
                 _threshold_backward(dz[i - 1], z[i - 1], 0.0, grad_input=dz[i - 1])
 
     def _actor_loss_and_grads(self, obs: torch.Tensor) -> torch.Tensor:

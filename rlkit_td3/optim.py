@@ -40,6 +40,20 @@ def _has_hooks(optimizer: torch.optim.Optimizer) -> bool:
     )
 
 
+def _fused_kernel_applies(optimizer: torch.optim.Optimizer, group: dict, params: list[torch.Tensor]) -> bool:
+    """Whether a ``fused=True`` group's step is one call of torch's fused Adam kernel: CPU parameters of one
+    dtype, plain float hyperparameters, not capturable, no gradient scaler attached."""
+    if group.get("fused") is not True or group.get("capturable", True) or not params:
+        return False
+    if getattr(optimizer, "grad_scale", None) is not None or getattr(optimizer, "found_inf", None) is not None:
+        return False
+    beta1, beta2 = group["betas"]
+    if not all(type(v) is float for v in (group["lr"], beta1, beta2, group["eps"])):
+        return False
+    dtype = params[0].dtype
+    return all(p.device.type == "cpu" and p.dtype is dtype for p in params)
+
+
 def optimizer_step(optimizer: torch.optim.Optimizer) -> None:
     """Do ``optimizer.step()``; for a plain Adam/AdamW, through torch's functional Adam directly.
 
@@ -48,6 +62,9 @@ def optimizer_step(optimizer: torch.optim.Optimizer) -> None:
     step hooks are registered (on it or globally), no parameter group uses AMSGrad or ``differentiable``, every
     parameter has a gradient and an initialised state, and torch's Adam handles AdamW too (the
     ``decoupled_weight_decay`` group key of recent torch). Otherwise this calls ``optimizer.step()``.
+    A ``fused=True`` group on the CPU (the library's default Adam) goes one level further down, to the fused
+    kernel itself (``torch._fused_adam_`` / ``_fused_adamw_`` after the step counts' increment), since its Python
+    wrapper regroups the tensor lists by device and dtype at every call.
     """
     if type(optimizer) not in _ADAM_TYPES or "step" in vars(optimizer) or _has_hooks(optimizer):
         optimizer.step()
@@ -74,6 +91,28 @@ def optimizer_step(optimizer: torch.optim.Optimizer) -> None:
     with torch.no_grad():
         for group, params, grads, exp_avgs, exp_avg_sqs, steps in calls:
             beta1, beta2 = group["betas"]
+            if _fused_kernel_applies(optimizer, group, params):
+                # what torch's fused Adam does for one device and dtype, without its regrouping of the lists
+                torch._foreach_add_(steps, 1)
+                kernel = torch._fused_adamw_ if group["decoupled_weight_decay"] else torch._fused_adam_
+                kernel(
+                    params,
+                    grads,
+                    exp_avgs,
+                    exp_avg_sqs,
+                    [],
+                    steps,
+                    amsgrad=False,
+                    lr=group["lr"],
+                    beta1=beta1,
+                    beta2=beta2,
+                    weight_decay=group["weight_decay"],
+                    eps=group["eps"],
+                    maximize=group["maximize"],
+                    grad_scale=None,
+                    found_inf=None,
+                )
+                continue
             _functional_adam(
                 params,
                 grads,

@@ -120,6 +120,7 @@ def test_fused_train_is_bitwise_at_the_default_sizes():
     [
         (2, "td3", torch.float32, (400, 300), 256),
         (2, "ddpg", torch.float64, (64, 48), 48),
+        (2, "ddpg", torch.float32, (400, 300), 256),  # one critic: its products in row blocks too
         (3, "td3", torch.float32, (64, 48), 48),  # three row blocks of 16
     ],
 )

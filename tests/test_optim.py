@@ -65,6 +65,30 @@ def test_direct_adam_step_is_bitwise_the_optimizer_step(optimizer_class, kwargs)
     _assert_same(nets, optimizers)
 
 
+@pytest.mark.parametrize(
+    "optimizer_class, kwargs",
+    [(torch.optim.Adam, {"fused": True}), (torch.optim.AdamW, {"fused": True, "weight_decay": 0.1})],
+)
+def test_fused_groups_call_the_kernel_directly_and_bitwise(optimizer_class, kwargs):
+    """A fused CPU group skips torch's functional Adam (and its regrouping) and calls the fused kernel itself,
+    with the same result bit for bit."""
+    nets, optimizers = _pair(optimizer_class, **kwargs)
+    for step in range(25):
+        for i, (net, opt) in enumerate(zip(nets, optimizers)):
+            for group in opt.param_groups:
+                group["lr"] = 1e-2 / (1 + step)
+            zero_grad(opt)
+            _backward(net, step)
+            if i == 0:
+                opt.step()
+            elif step == 0:
+                optimizer_step(opt)
+            else:
+                with mock.patch("rlkit_td3.optim._functional_adam", side_effect=AssertionError("functional called")):
+                    optimizer_step(opt)
+    _assert_same(nets, optimizers)
+
+
 def test_zero_grad_sets_every_gradient_to_none():
     nets, optimizers = _pair(torch.optim.Adam)
     _backward(nets[0], 0)
