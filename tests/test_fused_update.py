@@ -106,6 +106,15 @@ def test_fused_train_is_bitwise_the_autograd_train(algo, dtype, batch_size, back
     _assert_bitwise(ref, fus)
 
 
+def test_fused_train_stays_bitwise_over_a_thousand_updates():
+    ref = _filled("td3", False, n=2000)
+    fus = _filled("td3", True, n=2000)
+    for model in (ref, fus):
+        model.train(1000)
+    assert _fused_updates(fus) == 1000 and fus._n_actor_losses == 500
+    _assert_bitwise(ref, fus)
+
+
 def test_fused_train_is_bitwise_at_the_default_sizes():
     ref = _filled("td3", False, arch=(400, 300), batch_size=256, n=3000)
     fus = _filled("td3", True, arch=(400, 300), batch_size=256, n=3000)

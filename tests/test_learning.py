@@ -16,3 +16,5 @@ def test_pendulum_learns(algo):
     mean, std = evaluate_policy(model, "Pendulum-v1", n_eval_episodes=10, seed=1000)
     print(f"{algo.__name__}: mean return {mean:.1f} ± {std:.1f}")
     assert mean >= -300.0
+    fused = model._fused_update[1]  # every update went through the fused (non-autograd) update
+    assert fused is not None and fused.updates == model._n_updates > 10_000
