@@ -8,7 +8,8 @@ backward operation cost about 1 ms of a 7-9 ms update. `FusedUpdate` makes the v
 derivative formulas) but writes them into preallocated tensors (``out=``), and keeps its gradient tensors installed
 as the parameters' ``.grad``. The optimizer steps, the Polyak averaging and the loss statistics are the library's.
 At more than one torch thread, the products that are not batched over critics run as row blocks, one per thread, of
-one batched call (`FusedUpdate._gemm`): the same dot products, faster than letting BLAS split a single product.
+one batched call (`FusedUpdate._gemm`): the same dot products, faster than letting BLAS split a single product, used
+for a shape only after a trial product came out bit for bit the same both ways on this CPU.
 
 It must equal `OffPolicyAlgorithm._train_step` (the readable reference, unchanged) bit for bit: parameters, target
 networks, optimizer states, ``.grad`` values and loss sums. That is why it only mirrors autograd: every operation has
@@ -195,6 +196,8 @@ class FusedUpdate:
         self.ga_w = [index[id(m.weight)] for m in self.actor_linears]
         self.ga_b = [index[id(m.bias)] for m in self.actor_linears]
         self.parts = 1  # row blocks of the single (not per-critic) matrix products, set per step: see _gemm
+        self.blocks_agree: dict[tuple, bool] = {}
+        """Per product shape and thread count: whether its row blocks matched the plain product bit for bit."""
         self.updates = 0
         """Number of updates this object has made (for tests and benchmarks)."""
         self.key = self.state_key(model, batch_size)
@@ -296,31 +299,63 @@ class FusedUpdate:
 
         At two threads a single 256-row product is split by the BLAS library inside the product, which leaves
         throughput on the table (the ``[256, 400] @ [400, 300]`` forward ran at 232 GFLOP/s as an ``addmm``, 300 as
-        two 128-row blocks of one ``baddbmm``: each thread computes one block). Every output element is the same
-        dot product, with the same summation, in both forms: ``tests/test_fused_update.py`` checks the result bit
-        for bit against autograd's ``mm`` / ``addmm`` at two threads. Narrow outputs (fewer than 16 columns, such
-        as the width-1 Q output, which BLAS computes another way), contractions shorter than 8 and row counts
-        that do not divide keep the plain call.
+        two 128-row blocks of one ``baddbmm``: each thread computes one block). Each output element is the same
+        dot product in both forms, but whether the BLAS library sums it in the same order in both is its choice,
+        per CPU: so before the first product of each shape (and thread count), both ways are tried on random
+        operands of that shape and layout, and the blocks are used only if the two results are equal bit for bit
+        (`blocks_agree` records the verdicts).
+        Narrow outputs (fewer than 16 columns, such as the width-1 Q output), contractions shorter than 8 and row
+        counts that do not divide keep the plain call without a check.
         """
         parts = self.parts
         rows, cols = out.shape
-        a3 = None
         if parts > 1 and cols >= 16 and a.shape[1] >= 8 and rows % parts == 0 and rows // parts >= 16:
-            try:
-                a3 = a.view(parts, rows // parts, a.shape[1])
-            except RuntimeError:  # rows that are not one strided block: the plain call
-                a3 = None
-        if a3 is not None:
-            b3 = b.expand(parts, b.shape[0], cols)
-            out3 = out.view(parts, rows // parts, cols)
-            if bias is None:
-                torch.bmm(a3, b3, out=out3)
-            else:
-                torch.baddbmm(bias, a3, b3, out=out3)
-        elif bias is None:
+            key = (parts, tuple(a.shape), a.stride(), tuple(b.shape), b.stride(), bias is None)
+            verdict = self.blocks_agree.get(key)
+            if verdict is None:
+                verdict = self.blocks_agree[key] = self._blocks_match(a, b, out, bias, parts)
+            if verdict:
+                self._blocked(a, b, out, bias, parts)
+                return
+        self._plain(a, b, out, bias)
+
+    @staticmethod
+    def _plain(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, bias: torch.Tensor | None) -> None:
+        if bias is None:
             torch.mm(a, b, out=out)
         else:
             torch.addmm(bias, a, b, out=out)
+
+    @staticmethod
+    def _blocked(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, bias: torch.Tensor | None, parts: int) -> None:
+        rows, cols = out.shape
+        a3 = a.view(parts, rows // parts, a.shape[1])
+        b3 = b.expand(parts, b.shape[0], cols)
+        out3 = out.view(parts, rows // parts, cols)
+        if bias is None:
+            torch.bmm(a3, b3, out=out3)
+        else:
+            torch.baddbmm(bias, a3, b3, out=out3)
+
+    @classmethod
+    def _blocks_match(
+        cls, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, bias: torch.Tensor | None, parts: int
+    ) -> bool:
+        """Whether the row blocks give bit for bit the plain product, on random operands with the shapes and
+        strides of these (drawn from a private generator: the global torch RNG is not touched)."""
+        gen = torch.Generator(device=out.device).manual_seed(0)
+
+        def like(t: torch.Tensor) -> torch.Tensor:
+            return torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device=t.device).normal_(generator=gen)
+
+        a_, b_, bias_ = like(a), like(b), (None if bias is None else like(bias))
+        plain, blocked = torch.empty_like(out), torch.empty_like(out)
+        cls._plain(a_, b_, plain, bias_)
+        try:
+            cls._blocked(a_, b_, blocked, bias_, parts)
+        except RuntimeError:  # rows that are not one strided block
+            return False
+        return bool(torch.equal(plain, blocked))
 
     # ------------------------------------------------------------------ forwards
     def _actor_forward(

@@ -151,6 +151,32 @@ def test_fused_train_is_bitwise_at_several_threads(threads, algo, dtype, arch, b
     _assert_bitwise(ref, fus)
 
 
+def test_row_blocks_that_disagree_with_the_plain_product_are_not_used(monkeypatch):
+    """On a CPU whose BLAS sums a row block differently from the whole product, the trial product catches it and
+    the plain calls stay: the update is still autograd's bit for bit. Simulated by blocks that are one ulp off."""
+    original = FusedUpdate._blocked
+
+    def off_by_one_ulp(a, b, out, bias, parts):
+        original(a, b, out, bias, parts)
+        out.copy_(torch.nextafter(out, torch.full_like(out, float("inf"))))
+
+    monkeypatch.setattr(FusedUpdate, "_blocked", staticmethod(off_by_one_ulp))
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        ref = _filled("td3", False, n=2000)
+        fus = _filled("td3", True, n=2000)
+        rng_state = torch.get_rng_state()
+        for model in (ref, fus):
+            model.train(20)
+    finally:
+        torch.set_num_threads(before)
+    verdicts = fus._fused_update[1].blocks_agree
+    assert verdicts and not any(verdicts.values())  # every shape was tried, none kept
+    assert torch.equal(torch.get_rng_state(), rng_state)  # the trials draw from their own generator
+    _assert_bitwise(ref, fus)
+
+
 @pytest.mark.parametrize(
     ("algo", "kwargs"),
     [
