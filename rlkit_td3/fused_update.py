@@ -348,12 +348,12 @@ class FusedUpdate:
         def like(t: torch.Tensor) -> torch.Tensor:
             return torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device=t.device).normal_(generator=gen)
 
-        a_, b_, bias_ = like(a), like(b), (None if bias is None else like(bias))
-        plain, blocked = torch.empty_like(out), torch.empty_like(out)
-        cls._plain(a_, b_, plain, bias_)
         try:
+            a_, b_, bias_ = like(a), like(b), (None if bias is None else like(bias))
+            plain, blocked = torch.empty_like(out), torch.empty_like(out)
+            cls._plain(a_, b_, plain, bias_)
             cls._blocked(a_, b_, blocked, bias_, parts)
-        except RuntimeError:  # rows that are not one strided block
+        except RuntimeError:  # rows that are not one strided block, or operands with overlapping (expanded) memory
             return False
         return bool(torch.equal(plain, blocked))
 

@@ -177,6 +177,14 @@ def test_row_blocks_that_disagree_with_the_plain_product_are_not_used(monkeypatc
     _assert_bitwise(ref, fus)
 
 
+def test_the_row_block_trial_declines_operands_it_cannot_copy():
+    """Operands whose rows overlap in memory (an expanded tensor) cannot be drawn at random with their layout:
+    the trial says no instead of raising, and the plain call is used."""
+    w = torch.randn(8, 32)
+    assert FusedUpdate._blocks_match(torch.randn(1, 8).expand(64, 8), w, torch.empty(64, 32), None, 2) is False
+    assert FusedUpdate._blocks_match(torch.randn(63, 8), w, torch.empty(63, 32), None, 2) is False  # 63 rows
+
+
 @pytest.mark.parametrize(
     ("algo", "kwargs"),
     [
