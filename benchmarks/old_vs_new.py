@@ -12,7 +12,7 @@ settings and timing helpers this script reuses):
 Each ratio is ``new / old`` speed per repetition (> 1: the working tree is faster); the median and the range are
 printed. Usage::
 
-    python benchmarks/old_vs_new.py --ref c30e45e [--reps 5] [--update-reps 7] [--out FILE]
+    python benchmarks/old_vs_new.py --ref c30e45e [--reps 5] [--update-reps 7] [--threads N] [--out FILE]
 """
 
 from __future__ import annotations
@@ -90,8 +90,11 @@ def main() -> None:
     parser.add_argument("--update-reps", type=int, default=7, help="interleaved repetitions of the update timing")
     parser.add_argument("--learn-steps", type=int, default=2000, help="timed env steps per learn() run")
     parser.add_argument("--update-steps", type=int, default=300, help="timed gradient steps per update timing")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own choice)")
     parser.add_argument("--out", help="also write the table to this file")
     args = parser.parse_args()
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
 
     from throughput import ShapeEnv, fill_buffer, time_train
 

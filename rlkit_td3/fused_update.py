@@ -195,12 +195,51 @@ class FusedUpdate:
         index = {id(p): g for p, g in zip(self.actor_params, self.actor_grads)}
         self.ga_w = [index[id(m.weight)] for m in self.actor_linears]
         self.ga_b = [index[id(m.bias)] for m in self.actor_linears]
+        self._make_views()
         self.parts = 1  # row blocks of the single (not per-critic) matrix products, set per step: see _gemm
         self.blocks_agree: dict[tuple, bool] = {}
         """Per product shape and thread count: whether its row blocks matched the plain product bit for bit."""
         self.updates = 0
         """Number of updates this object has made (for tests and benchmarks)."""
         self.key = self.state_key(model, batch_size)
+
+    def _make_views(self) -> None:
+        """The parameters, and the views of parameters and buffers that the products read, made once.
+
+        Reading a parameter from an ``nn.ParameterList`` or a module attribute and making a transposed or selected
+        view costs Python time at every use, about 0.1 ms per update in all. The views are the ones the step made
+        before (same shapes and strides, so the same calls); parameters change in place, and a parameter swapped
+        or given new storage changes `state_key`, which rebuilds this object.
+        """
+        D, c, tc = self.D, self.critic, self.critic_target
+        self.actor_w = [m.weight for m in self.actor_linears]
+        self.actor_wt = [m.weight.t() for m in self.actor_linears]
+        self.actor_b = [m.bias for m in self.actor_linears]
+        self.target_wt = [m.weight.t() for m in self.target_linears]
+        self.target_b = [m.bias for m in self.target_linears]
+        # per critic ensemble: weights, biases, and critic 0's (a single critic's) weight and bias
+        self.critic_p = (list(c.weights), list(c.biases), [w[0] for w in c.weights], [b[0] for b in c.biases])
+        self.target_p = (list(tc.weights), list(tc.biases), [w[0] for w in tc.weights], [b[0] for b in tc.biases])
+        self.cw_T = [w.transpose(1, 2) for w in c.weights]  # the input gradient's batch2^T
+        self.cw0_t = [w[0].t() for w in c.weights]  # critic 0's (a single critic's) input gradient
+        C = c.weights[0].shape[0]
+        # the inputs [s, a] (their two column blocks), expanded over the critics
+        self.x_parts = [(x[:, :D], x[:, D:]) for x in (self.x_next, self.x, self.x_pi)]
+        self.x_next_e, self.x_e = self.x_next.expand(C, -1, -1), self.x.expand(C, -1, -1)
+        self.x_e_T = self.x_e.transpose(1, 2)
+        self.z0, self.tz0, self.dz0 = [t[0] for t in self.z], [t[0] for t in self.tz], [t[0] for t in self.dz]
+        self.z_T = [t.transpose(1, 2) for t in self.z]  # a layer's input, as its weight gradient reads it
+        self.z0_t = [t[0].t() for t in self.z]
+        self.x_e0_t = self.x_e[0].t()
+        self.gc_w0 = [g[0] for g in self.gc_w]
+        self.next_q_all = self.tz[-1].squeeze(-1)
+        self.q = self.z[-1].squeeze(-1)
+        self.diff_e = self.diff.unsqueeze(-1)
+        self.q1 = self.g[-1].squeeze(-1)
+        self.dx_pi_a = self.dx_pi.narrow(1, D, self.A)
+        self.du_t = self.du.t()
+        self.da_h_t = [t.t() for t in self.da_h]
+        self.ga_b_row = [g.view(1, -1) for g in self.ga_b]  # a bias gradient as the batch sum (keepdim) writes it
 
     # ------------------------------------------------------------------ eligibility
     @staticmethod
@@ -360,7 +399,8 @@ class FusedUpdate:
     # ------------------------------------------------------------------ forwards
     def _actor_forward(
         self,
-        linears: list[nn.Linear],
+        weights_t: list[torch.Tensor],
+        biases: list[torch.Tensor],
         obs: torch.Tensor,
         hidden: list[torch.Tensor],
         u: torch.Tensor,
@@ -368,25 +408,32 @@ class FusedUpdate:
     ) -> torch.Tensor:
         """``Actor.forward``: ``F.linear`` is ``addmm(bias, x, weight.t())``, ReLU is ``relu``, then ``tanh``."""
         x = obs
-        for m, h in zip(linears[:-1], hidden):
-            self._gemm(x, m.weight.t(), h, m.bias)
+        for w_t, b, h in zip(weights_t, biases, hidden):
+            self._gemm(x, w_t, h, b)
             torch.relu_(h)
             x = h
-        self._gemm(x, linears[-1].weight.t(), u, linears[-1].bias)
+        self._gemm(x, weights_t[-1], u, biases[-1])
         return torch.tanh(u, out=out)
 
-    def _critic_forward(self, critic: CriticEnsemble, x: torch.Tensor, z: list[torch.Tensor]) -> torch.Tensor:
-        """``CriticEnsemble.forward`` at ``x = cat([s, a], 1)``: one ``baddbmm`` per layer on the expanded input
-        (a single critic at several threads: row blocks, `_gemm`); returns the Q-values, shape
-        ``(n_critics, B, 1)``."""
-        single = z[0].shape[0] == 1 and self.parts > 1
-        h = x.expand(z[0].shape[0], -1, -1)
+    def _critic_forward(
+        self, params: tuple[list[torch.Tensor], ...], x_e: torch.Tensor, z: list[torch.Tensor], z0: list[torch.Tensor]
+    ) -> torch.Tensor:
+        """``CriticEnsemble.forward`` at ``x = cat([s, a], 1)``, expanded over the critics (``x_e``): one ``baddbmm``
+        per layer (a single critic at several threads: row blocks, `_gemm`); returns the Q-values, shape
+        ``(n_critics, B, 1)``. ``params``: weights, biases, and critic 0's weights and biases."""
+        weights, biases, weights0, biases0 = params
         last = len(z) - 1
-        for i, (w, b, out) in enumerate(zip(critic.weights, critic.biases, z)):
-            if single:
-                self._gemm(h[0], w[0], out[0], b[0])
-            else:
-                torch.baddbmm(b, h, w, out=out)
+        if z[0].shape[0] == 1 and self.parts > 1:
+            h = x_e[0]
+            for i, (w, b, out) in enumerate(zip(weights0, biases0, z0)):
+                self._gemm(h, w, out, b)
+                if i < last:
+                    torch.relu_(out)
+                h = out
+            return z[last]
+        h = x_e
+        for i, (w, b, out) in enumerate(zip(weights, biases, z)):
+            torch.baddbmm(b, h, w, out=out)
             if i < last:
                 torch.relu_(out)
             h = out
@@ -396,40 +443,39 @@ class FusedUpdate:
     @torch.no_grad()
     def step(self, batch: ReplayBufferSamples, update_actor: bool) -> None:
         """One update: exactly ``model._train_step(batch, update_actor)``; ``batch`` must pass `accepts`."""
-        model, policy, B, D = self.model, self.policy, self.B, self.D
+        model, policy, B = self.model, self.policy, self.B
         self.parts = torch.get_num_threads()  # see _gemm
         obs = batch.observations.reshape(B, -1)  # the flatten extractor
         next_obs = batch.next_observations.reshape(B, -1)
+        (next_s, next_a), (s, a), _ = self.x_parts
 
         # y = r + gamma (1 - terminated) min_i Q'_i(s', a'), a' = pi'(s') + clipped smoothing noise
-        next_actions = self._actor_forward(self.target_linears, next_obs, self.ta_h, self.ta_u, self.ta_out)
+        next_actions = self._actor_forward(self.target_wt, self.target_b, next_obs, self.ta_h, self.ta_u, self.ta_out)
         if model.target_policy_noise > 0.0:
             noise = torch.randn(next_actions.shape, generator=model._smoothing_rng, device=next_actions.device).mul_(
                 model.target_policy_noise
             )
             noise = noise.clamp(-model.target_noise_clip, model.target_noise_clip)
             next_actions = (next_actions + noise).clamp(-1.0, 1.0)
-        x = self.x_next
-        x[:, :D].copy_(next_obs)
-        x[:, D:].copy_(next_actions)
-        next_q_all = self._critic_forward(self.critic_target, x, self.tz).squeeze(-1)
-        next_q = torch.min(next_q_all, dim=0, out=(self.next_q, self.next_q_idx)).values
+        next_s.copy_(next_obs)
+        next_a.copy_(next_actions)
+        self._critic_forward(self.target_p, self.x_next_e, self.tz, self.tz0)
+        next_q = torch.min(self.next_q_all, dim=0, out=(self.next_q, self.next_q_idx)).values
         target_q = batch.rewards + model.gamma * (1.0 - batch.terminated) * next_q
 
         # critic: loss sum_i mean_b (Q_i - y)^2, its gradient, the optimizer step
-        x = self.x
-        x[:, :D].copy_(obs)
-        x[:, D:].copy_(batch.actions)
-        q = self._critic_forward(self.critic, x, self.z)
-        diff = torch.sub(q.squeeze(-1), target_q, out=self.diff)
+        s.copy_(obs)
+        a.copy_(batch.actions)
+        self._critic_forward(self.critic_p, self.x_e, self.z, self.z0)
+        diff = torch.sub(self.q, target_q, out=self.diff)
         critic_loss = diff.pow(2).mean(dim=1).sum()
         for param, grad in zip(self.critic_params, self.critic_grads):
             param.grad = grad
         # PowBackward (grad * (2 * diff)) after MeanBackward (1 / B) and SumBackward (1)
         dq = self.dz[-1]
-        torch.mul(diff.unsqueeze(-1), 2.0, out=dq)
+        torch.mul(self.diff_e, 2.0, out=dq)
         dq.mul_(self.inv_b)
-        self._critic_backward(x)
+        self._critic_backward()
         optimizer_step(policy.critic_optimizer)
         model._critic_loss_sum += critic_loss
         model._n_critic_losses += 1
@@ -443,61 +489,63 @@ class FusedUpdate:
             torch._foreach_lerp_(model._actor_target_params, model._actor_params, model.tau)
         self.updates += 1
 
-    def _critic_backward(self, x: torch.Tensor) -> None:
-        """BaddbmmBackward / ReluBackward from the output gradient in ``dz[-1]`` down to layer 0's weights."""
-        c, z, dz = self.critic, self.z, self.dz
-        single = z[0].shape[0] == 1 and self.parts > 1  # one critic at several threads: row blocks, `_gemm`
+    def _critic_backward(self) -> None:
+        """BaddbmmBackward / ReluBackward from the output gradient in ``dz[-1]`` down to layer 0's weights (the
+        input ``x`` is ``[s, a]``)."""
+        z, dz = self.z, self.dz
+        if z[0].shape[0] == 1 and self.parts > 1:  # one critic at several threads: row blocks, `_gemm`
+            z0_t, dz0, w0_t = self.z0_t, self.dz0, self.cw0_t
+            for i in range(len(z) - 1, -1, -1):
+                self._gemm(z0_t[i - 1] if i > 0 else self.x_e0_t, dz0[i], self.gc_w0[i])
+                torch.sum(dz[i], dim=[1], keepdim=True, out=self.gc_b[i])  # the broadcast bias: sum_to
+                if i > 0:
+                    self._gemm(dz0[i], w0_t[i], dz0[i - 1])
+                    _threshold_backward(dz[i - 1], z[i - 1], 0.0, grad_input=dz[i - 1])
+            return
+        z_T, w_T = self.z_T, self.cw_T
         for i in range(len(z) - 1, -1, -1):
-            inp = z[i - 1] if i > 0 else x.expand(z[0].shape[0], -1, -1)
-            if single:
-                self._gemm(inp[0].t(), dz[i][0], self.gc_w[i][0])
-            else:
-                torch.bmm(inp.transpose(1, 2), dz[i], out=self.gc_w[i])  # batch2: batch1^T @ grad
+            torch.bmm(z_T[i - 1] if i > 0 else self.x_e_T, dz[i], out=self.gc_w[i])  # batch2: batch1^T @ grad
             torch.sum(dz[i], dim=[1], keepdim=True, out=self.gc_b[i])  # the broadcast bias: sum_to
             if i > 0:  # batch1: grad @ batch2^T, then the ReLU's threshold_backward
-                if single:
-                    self._gemm(dz[i][0], c.weights[i][0].t(), dz[i - 1][0])
-                else:
-                    torch.bmm(dz[i], c.weights[i].transpose(1, 2), out=dz[i - 1])
+                torch.bmm(dz[i], w_T[i], out=dz[i - 1])
                 _threshold_backward(dz[i - 1], z[i - 1], 0.0, grad_input=dz[i - 1])
 
     def _actor_loss_and_grads(self, obs: torch.Tensor) -> torch.Tensor:
         """``-Q1(s, pi(s)).mean()`` with the critic 0's detached parameters, and the actor's gradients."""
-        D = self.D
-        a = self._actor_forward(self.actor_linears, obs, self.a_h, self.a_u, self.a_out)
-        x = self.x_pi
-        x[:, :D].copy_(obs)
-        x[:, D:].copy_(a)
-        c, g, dg = self.critic, self.g, self.dg
-        h = x
+        a = self._actor_forward(self.actor_wt, self.actor_b, obs, self.a_h, self.a_u, self.a_out)
+        s_part, a_part = self.x_parts[2]
+        s_part.copy_(obs)
+        a_part.copy_(a)
+        _, _, weights0, biases0 = self.critic_p
+        g, dg, w0_t = self.g, self.dg, self.cw0_t
+        h = self.x_pi
         last = len(g) - 1
-        for i, (w, b, out) in enumerate(zip(c.weights, c.biases, g)):
-            self._gemm(h, w[0], out, b[0])
+        for i, (w, b, out) in enumerate(zip(weights0, biases0, g)):
+            self._gemm(h, w, out, b)
             if i < last:
                 torch.relu_(out)
             h = out
-        actor_loss = -g[last].squeeze(-1).mean()
+        actor_loss = -self.q1.mean()
         for param, grad in zip(self.actor_params, self.actor_grads):
             param.grad = grad
         # AddmmBackward (mat1: grad @ mat2^T) and ReluBackward down to the input [s, pi(s)]
         grad = self.dq1
         for i in range(last, -1, -1):
             out = dg[i - 1] if i > 0 else self.dx_pi
-            self._gemm(grad, c.weights[i][0].t(), out)
+            self._gemm(grad, w0_t[i], out)
             if i > 0:
                 _threshold_backward(out, g[i - 1], 0.0, grad_input=out)
             grad = out
         # CatBackward: the action columns; TanhBackward
-        _tanh_backward(self.dx_pi.narrow(1, D, self.A), a, grad_input=self.du)
+        _tanh_backward(self.dx_pi_a, a, grad_input=self.du)
         # the actor's Linear layers: weight grad^T @ input, bias sum over the batch, input grad @ weight
-        linears, hs, dh = self.actor_linears, self.a_h, self.da_h
-        grad = self.du
-        for i in range(len(linears) - 1, -1, -1):
-            inp = hs[i - 1] if i > 0 else obs
-            self._gemm(grad.t(), inp, self.ga_w[i])
-            torch.sum(grad, dim=[0], keepdim=True, out=self.ga_b[i].view(1, -1))
+        hs, dh, weights = self.a_h, self.da_h, self.actor_w
+        grad, grad_t = self.du, self.du_t
+        for i in range(len(weights) - 1, -1, -1):
+            self._gemm(grad_t, hs[i - 1] if i > 0 else obs, self.ga_w[i])
+            torch.sum(grad, dim=[0], keepdim=True, out=self.ga_b_row[i])
             if i > 0:
-                self._gemm(grad, linears[i].weight, dh[i - 1])
+                self._gemm(grad, weights[i], dh[i - 1])
                 _threshold_backward(dh[i - 1], hs[i - 1], 0.0, grad_input=dh[i - 1])
-                grad = dh[i - 1]
+                grad, grad_t = dh[i - 1], self.da_h_t[i - 1]
         return actor_loss
