@@ -197,6 +197,7 @@ class FusedUpdate:
         self.ga_b = [index[id(m.bias)] for m in self.actor_linears]
         self._make_views()
         self.parts = 1  # row blocks of the single (not per-critic) matrix products, set per step: see _gemm
+        self._plans: dict[int, tuple] = {}  # see _gemm
         self.blocks_agree: dict[tuple, bool] = {}
         """Per product shape and thread count: whether its row blocks matched the plain product bit for bit."""
         self.updates = 0
@@ -346,35 +347,38 @@ class FusedUpdate:
         Narrow outputs (fewer than 16 columns, such as the width-1 Q output), contractions shorter than 8 and row
         counts that do not divide keep the plain call without a check.
         """
+        plan = self._plans.get(id(out))  # every `out` is a buffer or gradient of this object: ids are not reused
+        if plan is None or plan[0] is not a or plan[1] is not b or plan[2] != self.parts:
+            plan = self._plans[id(out)] = self._plan(a, b, out, bias)
+        plan[3](*plan[4], out=plan[5])
+
+    def _plan(self, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, bias: torch.Tensor | None) -> tuple:
+        """The call `_gemm` makes for these operands at ``parts`` threads, with its views made: ``(a, b, parts,
+        function, arguments, out)``. Kept per output buffer and reused while the operands are the same objects (only
+        the observations are new at every step)."""
         parts = self.parts
         rows, cols = out.shape
+        blocked = False
         if parts > 1 and cols >= 16 and a.shape[1] >= 8 and rows % parts == 0 and rows // parts >= 16:
             key = (parts, tuple(a.shape), a.stride(), tuple(b.shape), b.stride(), bias is None)
-            verdict = self.blocks_agree.get(key)
-            if verdict is None:
-                verdict = self.blocks_agree[key] = self._blocks_match(a, b, out, bias, parts)
-            if verdict:
-                self._blocked(a, b, out, bias, parts)
-                return
-        self._plain(a, b, out, bias)
+            blocked = self.blocks_agree.get(key)
+            if blocked is None:
+                blocked = self.blocks_agree[key] = self._blocks_match(a, b, out, bias, parts)
+        return (a, b, parts, *self._call(a, b, out, bias, parts if blocked else 1))
 
     @staticmethod
-    def _plain(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, bias: torch.Tensor | None) -> None:
-        if bias is None:
-            torch.mm(a, b, out=out)
-        else:
-            torch.addmm(bias, a, b, out=out)
-
-    @staticmethod
-    def _blocked(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, bias: torch.Tensor | None, parts: int) -> None:
+    def _call(
+        a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, bias: torch.Tensor | None, parts: int
+    ) -> tuple[Any, tuple, torch.Tensor]:
+        """``(function, arguments, out)`` of the product: ``mm`` / ``addmm``, or at ``parts`` > 1 the rows in
+        ``parts`` blocks of one ``bmm`` / ``baddbmm`` over ``b`` expanded."""
+        if parts == 1:
+            return (torch.mm, (a, b), out) if bias is None else (torch.addmm, (bias, a, b), out)
         rows, cols = out.shape
         a3 = a.view(parts, rows // parts, a.shape[1])
         b3 = b.expand(parts, b.shape[0], cols)
         out3 = out.view(parts, rows // parts, cols)
-        if bias is None:
-            torch.bmm(a3, b3, out=out3)
-        else:
-            torch.baddbmm(bias, a3, b3, out=out3)
+        return (torch.bmm, (a3, b3), out3) if bias is None else (torch.baddbmm, (bias, a3, b3), out3)
 
     @classmethod
     def _blocks_match(
@@ -390,8 +394,9 @@ class FusedUpdate:
         try:
             a_, b_, bias_ = like(a), like(b), (None if bias is None else like(bias))
             plain, blocked = torch.empty_like(out), torch.empty_like(out)
-            cls._plain(a_, b_, plain, bias_)
-            cls._blocked(a_, b_, blocked, bias_, parts)
+            for dest, n in ((plain, 1), (blocked, parts)):
+                fn, args, dest_view = cls._call(a_, b_, dest, bias_, n)
+                fn(*args, out=dest_view)
         except RuntimeError:  # rows that are not one strided block, or operands with overlapping (expanded) memory
             return False
         return bool(torch.equal(plain, blocked))

@@ -154,13 +154,20 @@ def test_fused_train_is_bitwise_at_several_threads(threads, algo, dtype, arch, b
 def test_row_blocks_that_disagree_with_the_plain_product_are_not_used(monkeypatch):
     """On a CPU whose BLAS sums a row block differently from the whole product, the trial product catches it and
     the plain calls stay: the update is still autograd's bit for bit. Simulated by blocks that are one ulp off."""
-    original = FusedUpdate._blocked
+    original = FusedUpdate._call
 
     def off_by_one_ulp(a, b, out, bias, parts):
-        original(a, b, out, bias, parts)
-        out.copy_(torch.nextafter(out, torch.full_like(out, float("inf"))))
+        fn, args, dest = original(a, b, out, bias, parts)
+        if parts == 1:
+            return fn, args, dest
 
-    monkeypatch.setattr(FusedUpdate, "_blocked", staticmethod(off_by_one_ulp))
+        def nudged(*args, out):
+            fn(*args, out=out)
+            out.copy_(torch.nextafter(out, torch.full_like(out, float("inf"))))
+
+        return nudged, args, dest
+
+    monkeypatch.setattr(FusedUpdate, "_call", staticmethod(off_by_one_ulp))
     before = torch.get_num_threads()
     torch.set_num_threads(2)
     try:
