@@ -51,7 +51,7 @@ def _fused_kernel_applies(optimizer: torch.optim.Optimizer, group: dict, params:
     if not all(type(v) is float for v in (group["lr"], beta1, beta2, group["eps"])):
         return False
     dtype = params[0].dtype
-    return all(p.device.type == "cpu" and p.dtype is dtype for p in params)
+    return all(p.is_cpu and p.dtype is dtype for p in params)
 
 
 def optimizer_step(optimizer: torch.optim.Optimizer) -> None:
