@@ -475,7 +475,8 @@ class FusedUpdate:
         diff = torch.sub(self.q, target_q, out=self.diff)
         critic_loss = diff.pow(2).mean(dim=1).sum()
         for param, grad in zip(self.critic_params, self.critic_grads):
-            param.grad = grad
+            if param.grad is not grad:  # installed once; reading is cheaper than setting
+                param.grad = grad
         # PowBackward (grad * (2 * diff)) after MeanBackward (1 / B) and SumBackward (1)
         dq = self.dz[-1]
         torch.mul(self.diff_e, 2.0, out=dq)
@@ -532,7 +533,8 @@ class FusedUpdate:
             h = out
         actor_loss = -self.q1.mean()
         for param, grad in zip(self.actor_params, self.actor_grads):
-            param.grad = grad
+            if param.grad is not grad:  # installed once; reading is cheaper than setting
+                param.grad = grad
         # AddmmBackward (mat1: grad @ mat2^T) and ReluBackward down to the input [s, pi(s)]
         grad = self.dq1
         for i in range(last, -1, -1):

@@ -22,6 +22,7 @@ from torch.optim import optimizer as _optimizer_module
 from torch.optim.adam import adam as _functional_adam
 
 _ADAM_TYPES = (torch.optim.Adam, torch.optim.AdamW)
+_ONE = torch.ones(())  # added to the CPU step counts (1.0 is exact in any float dtype)
 
 
 def zero_grad(optimizer: torch.optim.Optimizer) -> None:
@@ -92,8 +93,10 @@ def optimizer_step(optimizer: torch.optim.Optimizer) -> None:
         for group, params, grads, exp_avgs, exp_avg_sqs, steps in calls:
             beta1, beta2 = group["betas"]
             if _fused_kernel_applies(optimizer, group, params):
-                # what torch's fused Adam does for one device and dtype, without its regrouping of the lists
-                torch._foreach_add_(steps, 1)
+                # what torch's fused Adam does for one device and dtype, without its regrouping of the lists (the
+                # counts are incremented by a list of one-valued tensors: the same sums, without wrapping the scalar 1
+                # into a tensor for each count, which halves the call)
+                torch._foreach_add_(steps, [_ONE] * len(steps))
                 kernel = torch._fused_adamw_ if group["decoupled_weight_decay"] else torch._fused_adam_
                 kernel(
                     params,
