@@ -296,8 +296,11 @@ class FusedUpdate:
             key.append(tuple(id(p) for group in opt.param_groups for p in group["params"]))
         append = key.append
         for net in (policy.actor, policy.actor_target, policy.critic, policy.critic_target):
-            append(getattr(net, "layer_norm", None))
-            append(id(getattr(net, "shared_features_extractor", None)))
+            # plain attributes, read from the instance (nn.Module's __getattr__ is slow for a missing name); a module
+            # assigned to either would be registered as a submodule, which the walk below sees
+            attrs = vars(net)
+            append(attrs.get("layer_norm"))
+            append(id(attrs.get("shared_features_extractor")))
             stack = [net]  # net.modules() without its generator machinery (this runs at every train() call)
             while stack:
                 module = stack.pop()
