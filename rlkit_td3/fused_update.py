@@ -9,7 +9,10 @@ derivative formulas) but writes them into preallocated tensors (``out=``), and k
 as the parameters' ``.grad``. The optimizer steps, the Polyak averaging and the loss statistics are the library's.
 At more than one torch thread, the products that are not batched over critics run as row blocks, one per thread, of
 one batched call (`FusedUpdate._gemm`): the same dot products, faster than letting BLAS split a single product, used
-for a shape only after a trial product came out bit for bit the same both ways on this CPU.
+for a shape only after a trial product came out bit for bit the same both ways on this CPU. The parameters, the views
+the products read (transposes, one critic's slice) and each product's call are made once too: the Python between
+the operations is what is left to save once the operations themselves are autograd's (at two threads, making those
+views at every step cost about 0.3 ms of a 4.4 ms update).
 
 It must equal `OffPolicyAlgorithm._train_step` (the readable reference, unchanged) bit for bit: parameters, target
 networks, optimizer states, ``.grad`` values and loss sums. That is why it only mirrors autograd: every operation has

@@ -151,6 +151,42 @@ def test_fused_train_is_bitwise_at_several_threads(threads, algo, dtype, arch, b
     _assert_bitwise(ref, fus)
 
 
+def test_the_planned_calls_follow_the_thread_count():
+    """Each product's call is planned once and reused (`FusedUpdate._gemm`); a new torch thread count plans it again:
+    row blocks at two threads, plain calls at one, and the model stays autograd's bit for bit throughout."""
+    blocked = (torch.bmm, torch.baddbmm)
+    ref = _filled("td3", False, arch=(64, 48), batch_size=64)
+    fus = _filled("td3", True, arch=(64, 48), batch_size=64)
+    before = torch.get_num_threads()
+    seen = []
+    try:
+        for threads in (1, 2, 1):
+            torch.set_num_threads(threads)
+            for model in (ref, fus):
+                model.train(6)
+            plans = fus._fused_update[1]._plans.values()
+            seen.append({plan[2] for plan in plans})
+            assert any(plan[3] in blocked for plan in plans) == (threads == 2)
+    finally:
+        torch.set_num_threads(before)
+    assert seen == [{1}, {2}, {1}]
+    assert _fused_updates(fus) == 18
+    _assert_bitwise(ref, fus)
+
+
+def test_switching_paths_on_one_model_stays_bitwise():
+    """Autograd's update leaves its own ``.grad`` tensors on the parameters; the fused update installs its own again
+    before its backward (it installs them only when they are not there already)."""
+    ref = _filled("td3", False)
+    mixed = _filled("td3", True)
+    ref.train(15)
+    for fused in (True, False, True):
+        mixed.use_fused_update = fused
+        mixed.train(5)
+    assert _fused_updates(mixed) == 10
+    _assert_bitwise(ref, mixed)
+
+
 def test_row_blocks_that_disagree_with_the_plain_product_are_not_used(monkeypatch):
     """On a CPU whose BLAS sums a row block differently from the whole product, the trial product catches it and
     the plain calls stay: the update is still autograd's bit for bit. Simulated by blocks that are one ulp off."""
