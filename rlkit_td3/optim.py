@@ -89,7 +89,11 @@ def optimizer_step(optimizer: torch.optim.Optimizer) -> None:
             exp_avg_sqs.append(param_state["exp_avg_sq"])
             steps.append(param_state["step"])
         calls.append((group, params, grads, exp_avgs, exp_avg_sqs, steps))
-    with torch.no_grad():
+    # the optimizer's own no_grad, switched only when gradients are on (the fused update calls this with them off)
+    grad_enabled = torch.is_grad_enabled()
+    if grad_enabled:
+        torch.set_grad_enabled(False)
+    try:
         for group, params, grads, exp_avgs, exp_avg_sqs, steps in calls:
             beta1, beta2 = group["betas"]
             if _fused_kernel_applies(optimizer, group, params):
@@ -139,6 +143,9 @@ def optimizer_step(optimizer: torch.optim.Optimizer) -> None:
                 eps=group["eps"],
                 maximize=group["maximize"],
             )
+    finally:
+        if grad_enabled:
+            torch.set_grad_enabled(True)
 
 
 TINY_MOMENT = 1e-30
