@@ -89,6 +89,30 @@ def test_fused_groups_call_the_kernel_directly_and_bitwise(optimizer_class, kwar
     _assert_same(nets, optimizers)
 
 
+def test_the_direct_step_leaves_the_grad_mode_as_it_found_it():
+    """The step runs without gradients (in-place updates of leaf parameters), and gives the caller's mode back, also
+    when the kernel raises."""
+    nets, optimizers = _pair(torch.optim.Adam, fused=True)
+    net, opt = nets[0], optimizers[0]
+    _backward(net, 0)
+    opt.step()  # creates the state: later calls take the direct path
+    seen = []
+
+    def kernel(*args, **kwargs):
+        seen.append(torch.is_grad_enabled())
+        raise RuntimeError("kernel failed")
+
+    _backward(net, 1)
+    for enabled in (True, False):
+        with torch.set_grad_enabled(enabled), mock.patch("torch._fused_adam_", side_effect=kernel):
+            with pytest.raises(RuntimeError, match="kernel failed"):
+                optimizer_step(opt)
+            assert torch.is_grad_enabled() is enabled
+    assert seen == [False, False]
+    optimizer_step(opt)
+    assert torch.is_grad_enabled()
+
+
 def test_zero_grad_sets_every_gradient_to_none():
     nets, optimizers = _pair(torch.optim.Adam)
     _backward(nets[0], 0)
