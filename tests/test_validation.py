@@ -133,7 +133,11 @@ def test_observation_of_wrong_shape_or_kind_raises_clearly():
 
     for obs, what in ((np.zeros(4, np.float32), r"shape \(4,\)"), (np.array(["a", "b", "c"]), "dtype <U1")):
         model = TD3("MlpPolicy", BadObs(obs), learning_starts=10, policy_kwargs={"net_arch": [4]})
-        with pytest.raises(ValueError, match=rf"{what}.*step\(\).*observation_space has shape \(3,\)"):
+        message = (
+            rf"BadObs returned an observation of .*{what}.* from step\(\) \(its step 1 since creation\); "
+            r"its observation_space has shape \(3,\)"
+        )
+        with pytest.raises(ValueError, match=message):
             model.learn(5)
     # float64 observations for a float32 space are fine (the buffer stores float32)
     TD3("MlpPolicy", BadObs(np.zeros(3)), learning_starts=10, policy_kwargs={"net_arch": [4]}).learn(5)

@@ -131,12 +131,20 @@ class _ObservationCheck(gym.Wrapper):
         space = env.observation_space
         # a Dict space: each key's observation is checked against its Box
         self._spaces = dict(space.spaces) if isinstance(space, spaces.Dict) else None
-        self._shape = getattr(space, "shape", None)
+        self._space, self._shape = space, getattr(space, "shape", None)
         self._steps = 0
 
-    def _check(self, obs: Any, where: str) -> None:
-        name = self.spec.id if self.spec is not None else type(self.env.unwrapped).__name__
+    def _name(self) -> str:
+        return self.spec.id if self.spec is not None else type(self.env.unwrapped).__name__
+
+    def _where(self) -> str:
+        return f"step() (its step {self._steps} since creation)"
+
+    def _check(self, obs: Any, where: str | None) -> None:
+        """``where``: ``reset()``, or None for the latest ``step()`` (the messages are built only to raise)."""
         if self._spaces is not None:
+            where = where or self._where()
+            name = self._name()
             if not isinstance(obs, dict) or set(obs) != set(self._spaces):
                 got = f"keys {sorted(obs)}" if isinstance(obs, dict) else f"a {type(obs).__name__}"
                 raise ValueError(
@@ -148,15 +156,18 @@ class _ObservationCheck(gym.Wrapper):
             return
         if self._shape is None:
             return
-        self._check_array(obs, self.observation_space, where, name, "an observation", "observation_space")
+        self._check_array(obs, self._space, where, None, "an observation", "observation_space")
 
-    def _check_array(self, obs: Any, space: spaces.Space, where: str, name: str, what: str, label: str) -> None:
+    def _check_array(
+        self, obs: Any, space: spaces.Space, where: str | None, name: str | None, what: str, label: str
+    ) -> None:
         array = np.asarray(obs)
         shape, kind = getattr(space, "shape", None), np.dtype(space.dtype).kind
         if array.shape != shape or (array.dtype.kind != kind and not (kind == "f" and array.dtype.kind in "iub")):
             # integers and booleans fit a float space; nothing else mixes
             raise ValueError(
-                f"{name} returned {what} of shape {array.shape} and dtype {array.dtype} from {where}; "
+                f"{name or self._name()} returned {what} of shape {array.shape} and dtype {array.dtype} from "
+                f"{where or self._where()}; "
                 f"its {label} has shape {shape} and dtype {space.dtype}"
             )
 
@@ -168,7 +179,7 @@ class _ObservationCheck(gym.Wrapper):
     def step(self, action: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
         obs, reward, terminated, truncated, info = self.env.step(action)
         self._steps += 1
-        self._check(obs, f"step() (its step {self._steps} since creation)")
+        self._check(obs, None)
         return obs, reward, terminated, truncated, info
 
 
