@@ -46,6 +46,7 @@ from rlkit_td3.file_checks import (
     print_system_info_of,
     zip_path_for_save,
 )
+from rlkit_td3.fused_update import MATMUL_CHOICES, check_matmul_choice
 from rlkit_td3.noise import noise_from_dict
 from rlkit_td3.policies import POLICY_ALIASES, CnnPolicy, MultiInputPolicy, TD3Policy
 from rlkit_td3.policies.td3_policy import _check_state_shapes
@@ -451,6 +452,7 @@ def _training_state(model: Any) -> dict[str, Any]:
         "sb3_pre_reset": _sb3_pre_reset_states(model),
         "needs_reset": None if needs_reset is None else [bool(x) for x in needs_reset],
         "torch_num_threads": model._learn_num_threads or model.torch_num_threads or torch.get_num_threads(),
+        "fused_update_matmul": check_matmul_choice(getattr(model, "fused_update_matmul", "auto")),
     }
 
 
@@ -504,6 +506,12 @@ def _restore_training_state(
             raise ModelFileError(f"training_state: start_timesteps={start} is after total_timesteps={total}")
         model._start_timesteps, model._total_timesteps = start, total
     model.torch_num_threads = _file_int(state, "torch_num_threads", 1, MAX_TORCH_THREADS)
+    matmul = state.get("fused_update_matmul", "auto")  # absent from files written before it was saved
+    if not isinstance(matmul, str) or matmul not in MATMUL_CHOICES:
+        raise ModelFileError(
+            f"training_state: fused_update_matmul must be one of {', '.join(MATMUL_CHOICES)}, got {matmul!r}"
+        )
+    model.fused_update_matmul = matmul
     model._env_seeded = bool(state["env_seeded"])
     model._saved_episode_infos = [(float(r), int(n)) for r, n in state["episode_infos"]]
     set_rng_state(model._warmup_rng, state["warmup_rng"])

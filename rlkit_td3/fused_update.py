@@ -46,6 +46,9 @@ parameter, a cast, a new hook or another batch size rebuilds it (or falls back t
 
 from __future__ import annotations
 
+import platform
+from functools import lru_cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -64,6 +67,88 @@ _threshold_backward = torch.ops.aten.threshold_backward.grad_input
 _tanh_backward = torch.ops.aten.tanh_backward.grad_input
 _FLATTEN_TYPES = (FlattenExtractor, _FlattenBatch)
 _DTYPES = (torch.float32, torch.float64)
+
+MATMUL_CHOICES = ("auto", "reference", "onednn")
+"""The values of ``model.fused_update_matmul``: which library computes the fused update's matrix products."""
+_ONEDNN_MIN_SIZE = 64  # smaller products (the input layer, the width-1 Q output) are faster as the reference calls
+_ONEDNN_VENDORS = ("AuthenticAMD", "HygonGenuine")  # x86 CPUs on which MKL runs its non-Intel (AVX2) code path
+try:  # oneDNN's inner product on plain (dense) tensors, the kernel torch.compile's CPU backend calls for Linear
+    _linear_pointwise: Any = torch.ops.mkldnn._linear_pointwise.default
+except (AttributeError, RuntimeError):  # a torch built without oneDNN
+    _linear_pointwise = None
+
+
+@lru_cache(maxsize=1)
+def cpu_vendor() -> str:
+    """The CPU's vendor string as the CPU reports it (``"GenuineIntel"``, ``"AuthenticAMD"``, ...), or ``""`` where
+    it cannot be read (read once per process: ``/proc/cpuinfo`` on Linux, the processor name on Windows; every x86
+    Mac has an Intel CPU)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("vendor_id"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    name = platform.processor()
+    for vendor in ("GenuineIntel", *_ONEDNN_VENDORS):
+        if vendor in name:
+            return vendor
+    if platform.system() == "Darwin" and platform.machine() == "x86_64":
+        return "GenuineIntel"
+    return ""
+
+
+def onednn_matmul_available(dtype: torch.dtype) -> bool:
+    """Whether this torch can compute the fused update's products with oneDNN at ``dtype`` (float32 only: oneDNN
+    has no float64 kernels)."""
+    return _linear_pointwise is not None and dtype == torch.float32 and torch.backends.mkldnn.is_available()
+
+
+def check_matmul_choice(choice: Any) -> str:
+    """``choice`` if it is one of `MATMUL_CHOICES`.
+
+    Raises:
+        ValueError: it is not (the message names the attribute, the value and the allowed values).
+    """
+    if not isinstance(choice, str) or choice not in MATMUL_CHOICES:
+        raise ValueError(f"fused_update_matmul={choice!r} is not allowed: use one of {', '.join(MATMUL_CHOICES)}")
+    return choice
+
+
+def resolve_matmul(choice: Any, dtype: torch.dtype) -> str:
+    """The library that computes the products for ``model.fused_update_matmul = choice`` at ``dtype``:
+    ``"reference"`` or ``"onednn"``.
+
+    ``"auto"`` picks oneDNN for float32 on AMD (and Hygon) CPUs when torch's BLAS is MKL, whose code path for them is
+    an AVX2 one (half the speed of oneDNN's AVX-512 kernels on an AVX-512 AMD EPYC), and the reference calls
+    everywhere else. The choice depends on the machine and the dtype only, never on a timing, so a run repeats bit
+    for bit.
+
+    Raises:
+        ValueError: ``choice`` is not one of `MATMUL_CHOICES`, or it is ``"onednn"`` where oneDNN cannot be used.
+    """
+    check_matmul_choice(choice)
+    if choice == "auto":
+        fast = onednn_matmul_available(dtype) and torch.backends.mkl.is_available()
+        return "onednn" if fast and cpu_vendor() in _ONEDNN_VENDORS else "reference"
+    if choice == "onednn" and not onednn_matmul_available(dtype):
+        raise ValueError(
+            f"fused_update_matmul='onednn' needs float32 parameters and a torch built with oneDNN (got {dtype}, "
+            f"oneDNN available: {torch.backends.mkldnn.is_available()}); use 'auto' or 'reference'"
+        )
+    return choice
+
+
+def _onednn_product(a: torch.Tensor, weight: torch.Tensor, bias: Any, attr: str, *, out: torch.Tensor) -> None:
+    """``out = a @ weight.T (+ bias)`` (then ReLU for ``attr="relu"``), computed by oneDNN."""
+    out.copy_(_linear_pointwise(a, weight, bias, attr, [], ""))
+
+
+def _onednn_products(items: tuple, attr: str, *, out: torch.Tensor) -> None:
+    """`_onednn_product` for each critic: ``items`` holds ``(a, weight, bias, out)`` per critic (``out`` is unused:
+    each item names its own slice of it)."""
+    for a, weight, bias, dest in items:
+        dest.copy_(_linear_pointwise(a, weight, bias, attr, [], ""))
 
 
 def _has_module_hooks(module: nn.Module) -> bool:
@@ -199,6 +284,9 @@ class FusedUpdate:
         self.ga_w = [index[id(m.weight)] for m in self.actor_linears]
         self.ga_b = [index[id(m.bias)] for m in self.actor_linears]
         self._make_views()
+        self.matmul = resolve_matmul(getattr(model, "fused_update_matmul", "auto"), dtype)
+        """Who computes the matrix products: ``"reference"`` (the calls autograd makes) or ``"onednn"``."""
+        self.onednn_min = _ONEDNN_MIN_SIZE  # for benchmarks: the smallest product dimension oneDNN computes
         self.parts = 1  # row blocks of the single (not per-critic) matrix products, set per step: see _gemm
         self._plans: dict[int, tuple] = {}  # see _gemm
         self.blocks_agree: dict[tuple, bool] = {}
@@ -293,6 +381,7 @@ class FusedUpdate:
         parameters, the parameters' storage, shape, dtype and ``requires_grad``, hooks, and the batch size."""
         policy = model.policy
         key: list[Any] = [batch_size, id(policy), id(policy.actor_optimizer), id(policy.critic_optimizer)]
+        key.append(getattr(model, "fused_update_matmul", "auto"))
         key.append(type(model)._train_step)
         key.append("_train_step" in vars(model))
         for opt in (policy.actor_optimizer, policy.critic_optimizer):
@@ -339,9 +428,16 @@ class FusedUpdate:
         )
 
     # ------------------------------------------------------------------ matrix products
-    def _gemm(self, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, bias: torch.Tensor | None = None) -> None:
-        """``out = a @ b`` (plus ``bias``, broadcast over the rows): ``mm`` / ``addmm``, or, at ``parts`` > 1 torch
-        threads, the rows in ``parts`` equal blocks as one ``bmm`` / ``baddbmm`` over the shared ``b``.
+    def _gemm(
+        self, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, bias: torch.Tensor | None = None, relu: bool = False
+    ) -> None:
+        """``out = a @ b`` (plus ``bias``, broadcast over the rows; then ReLU in place for ``relu``), for matrices or
+        for one matrix per critic (3-d operands, ``bmm`` / ``baddbmm``).
+
+        With ``matmul == "onednn"`` each product is one oneDNN inner product (`_onednn_product`, the ReLU fused into
+        it) and the rest of this note does not apply. With the reference calls: ``mm`` / ``addmm``, or, at ``parts``
+        > 1 torch threads, the rows of a 2-d product in ``parts`` equal blocks as one ``bmm`` / ``baddbmm`` over the
+        shared ``b``.
 
         At two threads a single 256-row product is split by the BLAS library inside the product, which leaves
         throughput on the table (the ``[256, 400] @ [400, 300]`` forward ran at 232 GFLOP/s as an ``addmm``, 300 as
@@ -355,14 +451,23 @@ class FusedUpdate:
         """
         plan = self._plans.get(id(out))  # every `out` is a buffer or gradient of this object: ids are not reused
         if plan is None or plan[0] is not a or plan[1] is not b or plan[2] != self.parts:
-            plan = self._plans[id(out)] = self._plan(a, b, out, bias)
+            plan = self._plans[id(out)] = self._plan(a, b, out, bias, relu)
         plan[3](*plan[4], out=plan[5])
+        if plan[6]:
+            torch.relu_(out)
 
-    def _plan(self, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, bias: torch.Tensor | None) -> tuple:
+    def _plan(
+        self, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, bias: torch.Tensor | None, relu: bool
+    ) -> tuple:
         """The call `_gemm` makes for these operands at ``parts`` threads, with its views made: ``(a, b, parts,
-        function, arguments, out)``. Kept per output buffer and reused while the operands are the same objects (only
-        the observations are new at every step)."""
+        function, arguments, out, relu after it)``. Kept per output buffer and reused while the operands are the
+        same objects (only the observations are new at every step)."""
         parts = self.parts
+        if self.matmul == "onednn" and min(out.shape[-2], out.shape[-1], a.shape[-1]) >= self.onednn_min:
+            return (a, b, parts, *self._onednn_call(a, b, out, bias, relu), False)
+        if out.dim() == 3:  # one product per critic
+            fn, args = (torch.bmm, (a, b)) if bias is None else (torch.baddbmm, (bias, a, b))
+            return (a, b, parts, fn, args, out, relu)
         rows, cols = out.shape
         blocked = False
         if parts > 1 and cols >= 16 and a.shape[1] >= 8 and rows % parts == 0 and rows // parts >= 16:
@@ -370,7 +475,21 @@ class FusedUpdate:
             blocked = self.blocks_agree.get(key)
             if blocked is None:
                 blocked = self.blocks_agree[key] = self._blocks_match(a, b, out, bias, parts)
-        return (a, b, parts, *self._call(a, b, out, bias, parts if blocked else 1))
+        return (a, b, parts, *self._call(a, b, out, bias, parts if blocked else 1), relu)
+
+    @staticmethod
+    def _onednn_call(
+        a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, bias: torch.Tensor | None, relu: bool
+    ) -> tuple[Any, tuple, torch.Tensor]:
+        """``(function, arguments, out)`` of the product as oneDNN inner products: ``a @ b`` is ``a`` times the
+        weight ``b.T`` (a view: oneDNN reads it with its strides), one product per critic for 3-d operands."""
+        attr = "relu" if relu else "none"
+        if out.dim() == 2:
+            return _onednn_product, (a, b.t(), None if bias is None else bias.reshape(-1), attr), out
+        items = tuple(
+            (a[c], b[c].t(), None if bias is None else bias[c].reshape(-1), out[c]) for c in range(out.shape[0])
+        )
+        return _onednn_products, (items, attr), out
 
     @staticmethod
     def _call(
@@ -420,8 +539,7 @@ class FusedUpdate:
         """``Actor.forward``: ``F.linear`` is ``addmm(bias, x, weight.t())``, ReLU is ``relu``, then ``tanh``."""
         x = obs
         for w_t, b, h in zip(weights_t, biases, hidden):
-            self._gemm(x, w_t, h, b)
-            torch.relu_(h)
+            self._gemm(x, w_t, h, b, relu=True)
             x = h
         self._gemm(x, weights_t[-1], u, biases[-1])
         return torch.tanh(u, out=out)
@@ -437,16 +555,12 @@ class FusedUpdate:
         if z[0].shape[0] == 1 and self.parts > 1:
             h = x_e[0]
             for i, (w, b, out) in enumerate(zip(weights0, biases0, z0)):
-                self._gemm(h, w, out, b)
-                if i < last:
-                    torch.relu_(out)
+                self._gemm(h, w, out, b, relu=i < last)
                 h = out
             return z[last]
         h = x_e
         for i, (w, b, out) in enumerate(zip(weights, biases, z)):
-            torch.baddbmm(b, h, w, out=out)
-            if i < last:
-                torch.relu_(out)
+            self._gemm(h, w, out, b, relu=i < last)
             h = out
         return z[last]
 
@@ -516,10 +630,10 @@ class FusedUpdate:
             return
         z_T, w_T = self.z_T, self.cw_T
         for i in range(len(z) - 1, -1, -1):
-            torch.bmm(z_T[i - 1] if i > 0 else self.x_e_T, dz[i], out=self.gc_w[i])  # batch2: batch1^T @ grad
+            self._gemm(z_T[i - 1] if i > 0 else self.x_e_T, dz[i], self.gc_w[i])  # batch2: batch1^T @ grad
             torch.sum(dz[i], dim=[1], keepdim=True, out=self.gc_b[i])  # the broadcast bias: sum_to
             if i > 0:  # batch1: grad @ batch2^T, then the ReLU's threshold_backward
-                torch.bmm(dz[i], w_T[i], out=dz[i - 1])
+                self._gemm(dz[i], w_T[i], dz[i - 1])
                 _threshold_backward(dz[i - 1], z[i - 1], 0.0, grad_input=dz[i - 1])
 
     def _actor_loss_and_grads(self, obs: torch.Tensor) -> torch.Tensor:
@@ -533,9 +647,7 @@ class FusedUpdate:
         h = self.x_pi
         last = len(g) - 1
         for i, (w, b, out) in enumerate(zip(weights0, biases0, g)):
-            self._gemm(h, w, out, b)
-            if i < last:
-                torch.relu_(out)
+            self._gemm(h, w, out, b, relu=i < last)
             h = out
         actor_loss = -self.q1.mean()
         for param, grad in zip(self.actor_params, self.actor_grads):

@@ -109,6 +109,11 @@ class OffPolicyAlgorithm(BaseAlgorithm):
             same update as `_train_step` bit for bit without autograd's overhead (about 10 % faster per update at
             the default sizes on a CPU); ``False`` always uses `_train_step`. Default True; not saved (a loaded
             model starts with True).
+        fused_update_matmul: who computes the fused update's matrix products (float32 on the CPU): ``"reference"``,
+            the calls autograd makes, so the update is `_train_step`'s bit for bit; ``"onednn"``, oneDNN's inner
+            products, the same update to float32 rounding (about twice as fast as MKL on AMD CPUs); ``"auto"`` (the
+            default), oneDNN on AMD CPUs and the reference calls elsewhere (`rlkit_td3.fused_update.resolve_matmul`).
+            Saved with a checkpoint's training state, so a resumed run makes the same choice.
     """
 
     policy_aliases: ClassVar[dict[str, type[TD3Policy]]] = POLICY_ALIASES
@@ -205,6 +210,7 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         self._pending_reset_step = False
         self._env_seeded = False
         self.use_fused_update = True
+        self.fused_update_matmul = "auto"
         # (state key, FusedUpdate or None) of the last train() call, see _fused_update_for
         self._fused_update: tuple[tuple, FusedUpdate | None] | None = None
         if _init_setup_model:

@@ -10,11 +10,20 @@ from rlkit_td3.evaluation import evaluate_policy
 PENDULUM = dict(learning_starts=1000, gamma=0.98, policy_kwargs={"net_arch": [64, 64]}, seed=0)
 
 
-@pytest.mark.parametrize("algo", [TD3, DDPG], ids=["td3", "ddpg"])
-def test_pendulum_learns(algo):
-    model = algo("MlpPolicy", "Pendulum-v1", **PENDULUM).learn(12_000)
+@pytest.mark.parametrize(
+    ("algo", "matmul"),
+    [(TD3, "reference"), (DDPG, "reference"), (TD3, "onednn")],
+    ids=["td3", "ddpg", "td3-onednn"],
+)
+def test_pendulum_learns(algo, matmul):
+    """Each algorithm through the fused update with the reference products, and TD3 with oneDNN's (the default on
+    AMD CPUs), on any CPU."""
+    model = algo("MlpPolicy", "Pendulum-v1", **PENDULUM)
+    model.fused_update_matmul = matmul
+    model.learn(12_000)
     mean, std = evaluate_policy(model, "Pendulum-v1", n_eval_episodes=10, seed=1000)
-    print(f"{algo.__name__}: mean return {mean:.1f} ± {std:.1f}")
+    print(f"{algo.__name__} ({matmul}): mean return {mean:.1f} ± {std:.1f}")
     assert mean >= -300.0
     fused = model._fused_update[1]  # every update went through the fused (non-autograd) update
     assert fused is not None and fused.updates == model._n_updates > 10_000
+    assert fused.matmul == matmul

@@ -350,12 +350,20 @@ def _rewrite_training_state(path, change) -> None:
 def test_files_without_the_new_fields_still_load(tmp_path):
     model = _pendulum(learning_rate=CallCountingSchedule(1e-3)).learn(60)
     model.save(tmp_path / "old.zip")
-    new_fields = ("start_timesteps", "total_timesteps", "torch_num_threads", "schedules", "needs_reset")
+    new_fields = (
+        "start_timesteps",
+        "total_timesteps",
+        "torch_num_threads",
+        "schedules",
+        "needs_reset",
+        "fused_update_matmul",
+    )
     _rewrite_training_state(tmp_path / "old.zip", lambda state: [state.pop(key) for key in new_fields])
     loaded = TD3.load(
         tmp_path / "old.zip", env=gym.make("Pendulum-v1"), custom_objects={"learning_rate": CallCountingSchedule(1e-3)}
     )
     assert loaded.torch_num_threads is None and loaded._total_timesteps == 0
+    assert loaded.fused_update_matmul == "auto"
     loaded.learn(20, reset_num_timesteps=False)
     assert loaded.num_timesteps == 80
 
@@ -366,6 +374,8 @@ def test_files_without_the_new_fields_still_load(tmp_path):
         ("torch_num_threads", 0),
         ("torch_num_threads", "2"),
         ("torch_num_threads", 10**6),
+        ("fused_update_matmul", "mkl"),
+        ("fused_update_matmul", None),
         ("start_timesteps", -1),
         ("start_timesteps", 61),  # after num_timesteps
         ("total_timesteps", 1.5),
