@@ -23,6 +23,15 @@ does, rather than a smaller product of another shape, and computes the rank-1 pr
 with the same ``bmm`` / ``mm`` autograd uses. ``tests/test_fused_update.py`` checks the equality (float32 and
 float64, TD3 and DDPG, through ``learn`` and through an exact resume).
 
+One exception, chosen by ``model.fused_update_matmul`` (`resolve_matmul`): on AMD CPUs, where MKL (torch's BLAS on
+x86) takes an AVX2 code path at half the speed its AVX-512 kernels reach on Intel CPUs, the float32 products whose
+dimensions are all at least 64 are computed by oneDNN's inner product (the kernel torch.compile's CPU backend uses for
+``Linear``), which uses the AVX-512 units of those CPUs: about 1.5-2 times the speed of MKL there. oneDNN sums each
+dot product in its own order, so that update equals the reference to float32 rounding, not bit for bit (2.3e-6 of a
+tensor's largest value after 1,000 updates, measured); it is deterministic, and the choice is saved with a
+checkpoint, so runs still repeat and resume bit for bit. ``fused_update_matmul = "reference"`` keeps the reference
+calls on every CPU.
+
 Eligibility (`FusedUpdate.ineligibility`), checked when the fused step is built; anything else uses ``_train_step``:
 
 * the model does not override ``_train_step``, the policy is on the CPU and gradients are enabled;
@@ -215,7 +224,8 @@ def _modules(policy: Any) -> list[nn.Module]:
 
 
 class FusedUpdate:
-    """The update of ``model`` (`OffPolicyAlgorithm._train_step`, bit for bit) over buffers for ``batch_size``.
+    """The update of ``model`` (`OffPolicyAlgorithm._train_step`, bit for bit with the reference products) over buffers
+    for ``batch_size``.
 
     Build it only for a model `ineligibility` accepts; `OffPolicyAlgorithm.train` does that, compares `state_key`
     at every call and passes only batches `accepts` takes.

@@ -106,13 +106,14 @@ class OffPolicyAlgorithm(BaseAlgorithm):
 
     Attributes:
         use_fused_update: ``train`` makes each eligible update with `rlkit_td3.fused_update.FusedUpdate`, the
-            same update as `_train_step` bit for bit without autograd's overhead (about 10 % faster per update at
-            the default sizes on a CPU); ``False`` always uses `_train_step`. Default True; not saved (a loaded
-            model starts with True).
+            same update as `_train_step` without autograd's overhead (bit for bit with the reference products, see
+            ``fused_update_matmul``); ``False`` always uses `_train_step`. Default True; not saved (a loaded model
+            starts with True).
         fused_update_matmul: who computes the fused update's matrix products (float32 on the CPU): ``"reference"``,
             the calls autograd makes, so the update is `_train_step`'s bit for bit; ``"onednn"``, oneDNN's inner
-            products, the same update to float32 rounding (about twice as fast as MKL on AMD CPUs); ``"auto"`` (the
-            default), oneDNN on AMD CPUs and the reference calls elsewhere (`rlkit_td3.fused_update.resolve_matmul`).
+            products for the products whose dimensions are all 64 or more, the same update to float32 rounding (1.5-2
+            times MKL's speed on AMD CPUs); ``"auto"`` (the default), oneDNN on AMD CPUs and the reference calls
+            elsewhere (`rlkit_td3.fused_update.resolve_matmul`).
             Saved with a checkpoint's training state, so a resumed run makes the same choice.
     """
 
