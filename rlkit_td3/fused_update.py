@@ -153,6 +153,16 @@ def _onednn_product(a: torch.Tensor, weight: torch.Tensor, bias: Any, attr: str,
     out.copy_(_linear_pointwise(a, weight, bias, attr, [], ""))
 
 
+def _dot_rows(
+    x: torch.Tensor, y: torch.Tensor, tmp: torch.Tensor, dim: int, bias: Any, dest: torch.Tensor, *, out: torch.Tensor
+) -> None:
+    """``dest = sum(x * y, dim) (+ bias)`` through the buffer ``tmp`` (``dest`` is a view of ``out``)."""
+    torch.mul(x, y, out=tmp)
+    torch.sum(tmp, dim=dim, keepdim=True, out=dest)
+    if bias is not None:
+        dest.add_(bias)
+
+
 def _onednn_products(items: tuple, attr: str, *, out: torch.Tensor) -> None:
     """`_onednn_product` for each critic: ``items`` holds ``(a, weight, bias, out)`` per critic (``out`` is unused:
     each item names its own slice of it)."""
@@ -473,8 +483,11 @@ class FusedUpdate:
         function, arguments, out, relu after it)``. Kept per output buffer and reused while the operands are the
         same objects (only the observations are new at every step)."""
         parts = self.parts
-        if self.matmul == "onednn" and min(out.shape[-2], out.shape[-1], a.shape[-1]) >= self.onednn_min:
-            return (a, b, parts, *self._onednn_call(a, b, out, bias, relu), False)
+        if self.matmul == "onednn":
+            if min(out.shape[-2], out.shape[-1], a.shape[-1]) >= self.onednn_min:
+                return (a, b, parts, *self._onednn_call(a, b, out, bias, relu), False)
+            if out.shape[-1] == 1 or (a.shape[-1] == 1 and bias is None):
+                return (a, b, parts, *self._narrow_call(a, b, out, bias), relu)
         if out.dim() == 3:  # one product per critic
             fn, args = (torch.bmm, (a, b)) if bias is None else (torch.baddbmm, (bias, a, b))
             return (a, b, parts, fn, args, out, relu)
@@ -486,6 +499,25 @@ class FusedUpdate:
             if blocked is None:
                 blocked = self.blocks_agree[key] = self._blocks_match(a, b, out, bias, parts)
         return (a, b, parts, *self._call(a, b, out, bias, parts if blocked else 1), relu)
+
+    @staticmethod
+    def _narrow_call(
+        a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, bias: torch.Tensor | None
+    ) -> tuple[Any, tuple, torch.Tensor]:
+        """``(function, arguments, out)`` of a product with one output column (the Q layer and its weight
+        gradient) as a product and a sum over the contraction, or with a contraction of length one (the gradient
+        through the Q layer) as the product of a column and a row: BLAS libraries spend 70-160 µs on those
+        (matrix-vector and rank-1 shapes), the elementwise forms 7-20 µs. Used with the oneDNN products only (the
+        sums run in another order than the reference's)."""
+        if a.shape[-1] == 1:  # column times row: each element is one multiplication, as in the product
+            return torch.mul, (a, b), out
+        if a.stride(-1) == 1:  # a row-major: out[m] = sum_k a[m, k] b[k]
+            x, y, dim, dest = a, b.transpose(-1, -2), -1, out
+        else:  # a is the transposed view of a row-major [K, M]: sum over its rows, written as one row of M
+            x, y, dim = a.transpose(-1, -2), b, -2
+            dest = out.view(*out.shape[:-2], 1, out.shape[-2])
+        tmp = torch.empty(x.shape, dtype=out.dtype, device=out.device)
+        return _dot_rows, (x, y, tmp, dim, bias, dest), out
 
     @staticmethod
     def _onednn_call(
