@@ -529,3 +529,10 @@ def test_onednn_in_float64_is_refused():
     model = _filled("td3", True, dtype=torch.float64, matmul="onednn")
     with pytest.raises(ValueError, match="fused_update_matmul='onednn' needs float32 parameters"):
         model.train(1)
+
+
+def test_saving_a_bad_matmul_choice_is_refused(tmp_path):
+    model = _filled("td3", True, matmul="mkl")
+    with pytest.raises(ValueError, match="fused_update_matmul='mkl' is not allowed"):
+        model.save(tmp_path / "m.zip")
+    assert not (tmp_path / "m.zip").exists()
