@@ -386,24 +386,30 @@ def test_a_parameter_hook_falls_back_to_autograd(backward_calls):
 
 
 # ---------------------------------------------------------------------------- (d) exact resume
+def _straight_run(tmp_path, fused: bool, matmul: str):
+    """A 600-step Pendulum run saved to ``straight.zip``, with a checkpoint (buffer included) at step 400 in
+    ``k.zip``."""
+    kwargs = dict(learning_starts=200, batch_size=32, policy_kwargs={"net_arch": [32, 32]}, seed=7)
+
+    def save_at_400(locals_, globals_):
+        if locals_["self"].num_timesteps == 400:
+            locals_["self"].save(tmp_path / "k.zip", include_buffer=True)
+        return True
+
+    straight = TD3("MlpPolicy", gym.make("Pendulum-v1"), **kwargs)
+    straight.use_fused_update = fused
+    straight.fused_update_matmul = matmul
+    straight.learn(600, callback=save_at_400)
+    straight.save(tmp_path / "straight.zip", include_buffer=True)
+    return straight
+
+
 @pytest.mark.parametrize("straight_fused", [False, True])
 def test_exact_resume_across_the_two_paths(tmp_path, straight_fused):
     """A run checkpointed with its buffer and resumed on the other path ends bit for bit where the straight one
     does."""
-    kwargs = dict(learning_starts=200, batch_size=32, policy_kwargs={"net_arch": [32, 32]}, seed=7)
-    checkpoint = tmp_path / "k.zip"
-
-    def save_at_400(locals_, globals_):
-        if locals_["self"].num_timesteps == 400:
-            locals_["self"].save(checkpoint, include_buffer=True)
-        return True
-
-    straight = TD3("MlpPolicy", gym.make("Pendulum-v1"), **kwargs)
-    straight.use_fused_update = straight_fused
-    straight.fused_update_matmul = "reference"
-    straight.learn(600, callback=save_at_400)
-    straight.save(tmp_path / "straight.zip", include_buffer=True)
-    resumed = TD3.load(checkpoint, env=gym.make("Pendulum-v1"))
+    straight = _straight_run(tmp_path, straight_fused, "reference")
+    resumed = TD3.load(tmp_path / "k.zip", env=gym.make("Pendulum-v1"))
     assert resumed.use_fused_update  # not saved: a loaded model starts with the default
     assert resumed.fused_update_matmul == "reference"  # saved with the training state
     resumed.use_fused_update = not straight_fused
@@ -470,19 +476,8 @@ def test_onednn_products_repeat_bit_for_bit(threads):
 def test_exact_resume_with_onednn_products(tmp_path):
     """The choice is saved with the training state: a resumed run makes the same products and ends where the
     straight one does, bit for bit."""
-    kwargs = dict(learning_starts=200, batch_size=32, policy_kwargs={"net_arch": [32, 32]}, seed=7)
-    checkpoint = tmp_path / "k.zip"
-
-    def save_at_400(locals_, globals_):
-        if locals_["self"].num_timesteps == 400:
-            locals_["self"].save(checkpoint, include_buffer=True)
-        return True
-
-    straight = TD3("MlpPolicy", gym.make("Pendulum-v1"), **kwargs)
-    straight.fused_update_matmul = "onednn"
-    straight.learn(600, callback=save_at_400)
-    straight.save(tmp_path / "straight.zip", include_buffer=True)
-    resumed = TD3.load(checkpoint, env=gym.make("Pendulum-v1"))
+    _straight_run(tmp_path, True, "onednn")
+    resumed = TD3.load(tmp_path / "k.zip", env=gym.make("Pendulum-v1"))
     assert resumed.fused_update_matmul == "onednn"
     resumed.learn(200, reset_num_timesteps=False)
     resumed.save(tmp_path / "resumed.zip", include_buffer=True)
