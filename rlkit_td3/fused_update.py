@@ -454,10 +454,11 @@ class FusedUpdate:
         """``out = a @ b`` (plus ``bias``, broadcast over the rows; then ReLU in place for ``relu``), for matrices or
         for one matrix per critic (3-d operands, ``bmm`` / ``baddbmm``).
 
-        With ``matmul == "onednn"`` each product is one oneDNN inner product (`_onednn_product`, the ReLU fused into
-        it) and the rest of this note does not apply. With the reference calls: ``mm`` / ``addmm``, or, at ``parts``
-        > 1 torch threads, the rows of a 2-d product in ``parts`` equal blocks as one ``bmm`` / ``baddbmm`` over the
-        shared ``b``.
+        With ``matmul == "onednn"`` each product whose dimensions are all at least ``onednn_min`` is one oneDNN inner
+        product (`_onednn_product`, the ReLU fused into it), one with a single output column or a contraction of
+        length one is computed elementwise (`_narrow_call`), and the rest is as follows. With the reference calls:
+        ``mm`` / ``addmm``, or, at ``parts`` > 1 torch threads, the rows of a 2-d product in ``parts`` equal blocks as
+        one ``bmm`` / ``baddbmm`` over the shared ``b``.
 
         At two threads a single 256-row product is split by the BLAS library inside the product, which leaves
         throughput on the table (the ``[256, 400] @ [400, 300]`` forward ran at 232 GFLOP/s as an ``addmm``, 300 as
@@ -509,7 +510,7 @@ class FusedUpdate:
         through the Q layer) as the product of a column and a row: BLAS libraries spend 70-160 µs on those
         (matrix-vector and rank-1 shapes), the elementwise forms 7-20 µs. Used with the oneDNN products only (the
         sums run in another order than the reference's)."""
-        if a.shape[-1] == 1:  # column times row: each element is one multiplication, as in the product
+        if a.shape[-1] == 1 and bias is None:  # column times row: one multiplication per element, as in the product
             return torch.mul, (a, b), out
         if a.stride(-1) == 1:  # a row-major: out[m] = sum_k a[m, k] b[k]
             x, y, dim, dest = a, b.transpose(-1, -2), -1, out

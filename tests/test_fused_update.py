@@ -531,3 +531,17 @@ def test_saving_a_bad_matmul_choice_is_refused(tmp_path):
     with pytest.raises(ValueError, match="fused_update_matmul='mkl' is not allowed"):
         model.save(tmp_path / "m.zip")
     assert not (tmp_path / "m.zip").exists()
+
+
+@needs_onednn
+@pytest.mark.parametrize("arch", [(64, 1), (1, 64)])
+def test_onednn_mode_covers_width_one_hidden_layers(arch):
+    """A hidden layer of width 1 makes products with one output column or a contraction of length one *with* a bias
+    (the actor's output layer after it, the next layer): the elementwise forms must add the bias."""
+    ref = _filled("td3", False, arch=arch)
+    fus = _filled("td3", True, arch=arch, matmul="onednn")
+    for model in (ref, fus):
+        model.train(200)
+    assert _fused_updates(fus) == 200
+    worst, where = _max_relative_difference(ref, fus)
+    assert worst < 1e-4, (worst, where)
