@@ -306,7 +306,6 @@ class FusedUpdate:
         self._make_views()
         self.matmul = resolve_matmul(getattr(model, "fused_update_matmul", "auto"), dtype)
         """Who computes the matrix products: ``"reference"`` (the calls autograd makes) or ``"onednn"``."""
-        self.onednn_min = _ONEDNN_MIN_SIZE  # for benchmarks: the smallest product dimension oneDNN computes
         self.parts = 1  # row blocks of the single (not per-critic) matrix products, set per step: see _gemm
         self._plans: dict[int, tuple] = {}  # see _gemm
         self.blocks_agree: dict[tuple, bool] = {}
@@ -454,7 +453,7 @@ class FusedUpdate:
         """``out = a @ b`` (plus ``bias``, broadcast over the rows; then ReLU in place for ``relu``), for matrices or
         for one matrix per critic (3-d operands, ``bmm`` / ``baddbmm``).
 
-        With ``matmul == "onednn"`` each product whose dimensions are all at least ``onednn_min`` is one oneDNN inner
+        With ``matmul == "onednn"`` each product whose dimensions are all at least 64 is one oneDNN inner
         product (`_onednn_product`, the ReLU fused into it), one with a single output column or a contraction of
         length one is computed elementwise (`_narrow_call`), and the rest is as follows. With the reference calls:
         ``mm`` / ``addmm``, or, at ``parts`` > 1 torch threads, the rows of a 2-d product in ``parts`` equal blocks as
@@ -485,7 +484,7 @@ class FusedUpdate:
         same objects (only the observations are new at every step)."""
         parts = self.parts
         if self.matmul == "onednn":
-            if min(out.shape[-2], out.shape[-1], a.shape[-1]) >= self.onednn_min:
+            if min(out.shape[-2], out.shape[-1], a.shape[-1]) >= _ONEDNN_MIN_SIZE:
                 return (a, b, parts, *self._onednn_call(a, b, out, bias, relu), False)
             if out.shape[-1] == 1 or (a.shape[-1] == 1 and bias is None):
                 return (a, b, parts, *self._narrow_call(a, b, out, bias), relu)
