@@ -24,13 +24,15 @@ with the same ``bmm`` / ``mm`` autograd uses. ``tests/test_fused_update.py`` che
 float64, TD3 and DDPG, through ``learn`` and through an exact resume).
 
 One exception, chosen by ``model.fused_update_matmul`` (`resolve_matmul`): on AMD CPUs, where MKL (torch's BLAS on
-x86) takes an AVX2 code path at half the speed its AVX-512 kernels reach on Intel CPUs, the float32 products whose
-dimensions are all at least 64 are computed by oneDNN's inner product (the kernel torch.compile's CPU backend uses for
-``Linear``), which uses the AVX-512 units of those CPUs: about 1.5-2 times the speed of MKL there. oneDNN sums each
-dot product in its own order, so that update equals the reference to float32 rounding, not bit for bit (2.3e-6 of a
-tensor's largest value after 1,000 updates, measured); it is deterministic, and the choice is saved with a
-checkpoint, so runs still repeat and resume bit for bit. ``fused_update_matmul = "reference"`` keeps the reference
-calls on every CPU.
+x86) takes an AVX2 code path, float32 products whose dimensions are all at least 64 are computed by oneDNN's inner
+product (the kernel torch.compile's CPU backend uses for ``Linear``), which uses the AVX-512 units of those CPUs.
+On a Zen 5 EPYC (full-width AVX-512) that is about 1.5-2 times the speed of MKL for every product (``"onednn"``). On
+a Zen 4 EPYC, whose AVX-512 instructions run on 256-bit units, MKL's AVX2 kernels are nearly as fast, and the critic
+ensemble's products are faster as MKL's one batched call (one critic per thread) than as one oneDNN product per
+critic: there only the products of a single network go to oneDNN (``"mixed"``). oneDNN sums each dot product in its
+own order, so that update equals the reference to float32 rounding, not bit for bit (2.3e-6 of a tensor's largest
+value after 1,000 updates, measured); it is deterministic, and the choice is saved with a checkpoint, so runs still
+repeat and resume bit for bit. ``fused_update_matmul = "reference"`` keeps the reference calls on every CPU.
 
 Eligibility (`FusedUpdate.ineligibility`), checked when the fused step is built; anything else uses ``_train_step``:
 
@@ -56,6 +58,7 @@ parameter, a cast, a new hook or another batch size rebuilds it (or falls back t
 from __future__ import annotations
 
 import platform
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -77,10 +80,13 @@ _tanh_backward = torch.ops.aten.tanh_backward.grad_input
 _FLATTEN_TYPES = (FlattenExtractor, _FlattenBatch)
 _DTYPES = (torch.float32, torch.float64)
 
-MATMUL_CHOICES = ("auto", "reference", "onednn")
-"""The values of ``model.fused_update_matmul``: which library computes the fused update's matrix products."""
+MATMUL_CHOICES = ("auto", "reference", "onednn", "mixed")
+"""The values of ``model.fused_update_matmul``: which library computes the fused update's matrix products
+(`resolve_matmul`)."""
+_ONEDNN_CHOICES = ("onednn", "mixed")  # the choices that compute some products with oneDNN
 _ONEDNN_MIN_SIZE = 64  # smaller products (the input layer, the width-1 Q output) are faster as the reference calls
 _ONEDNN_VENDORS = ("AuthenticAMD", "HygonGenuine")  # x86 CPUs on which MKL runs its non-Intel (AVX2) code path
+_FULL_WIDTH_AVX512_FAMILY = 26  # AMD's family 1Ah (Zen 5) and later: AVX-512 on 512-bit units
 try:  # oneDNN's inner product on plain (dense) tensors, the kernel torch.compile's CPU backend calls for Linear
     _linear_pointwise: Any = torch.ops.mkldnn._linear_pointwise.default
 except (AttributeError, RuntimeError):  # a torch built without oneDNN
@@ -88,23 +94,45 @@ except (AttributeError, RuntimeError):  # a torch built without oneDNN
 
 
 @lru_cache(maxsize=1)
+def _cpu_id() -> tuple[str, int]:
+    """``(vendor, family)`` of the CPU (see `cpu_vendor`, `cpu_family`), read once per process."""
+    vendor, family = "", 0
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            key = key.strip()
+            if key == "vendor_id" and not vendor:
+                vendor = value.strip()
+            elif key == "cpu family" and not family and value.strip().isdigit():
+                family = int(value)
+            if vendor and family:
+                break
+        if vendor:
+            return vendor, family
+    except OSError:
+        pass
+    name = platform.processor()  # on Windows, e.g. "AMD64 Family 25 Model 17 Stepping 1, AuthenticAMD"
+    match = re.search(r"Family (\d+)", name)
+    family = int(match.group(1)) if match else 0
+    for vendor in ("GenuineIntel", *_ONEDNN_VENDORS):
+        if vendor in name:
+            return vendor, family
+    if platform.system() == "Darwin" and platform.machine() == "x86_64":
+        return "GenuineIntel", family
+    return "", family
+
+
 def cpu_vendor() -> str:
     """The CPU's vendor string as the CPU reports it (``"GenuineIntel"``, ``"AuthenticAMD"``, ...), or ``""`` where
     it cannot be read (read once per process: ``/proc/cpuinfo`` on Linux, the processor name on Windows; every x86
     Mac has an Intel CPU)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("vendor_id"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    name = platform.processor()
-    for vendor in ("GenuineIntel", *_ONEDNN_VENDORS):
-        if vendor in name:
-            return vendor
-    if platform.system() == "Darwin" and platform.machine() == "x86_64":
-        return "GenuineIntel"
-    return ""
+    return _cpu_id()[0]
+
+
+def cpu_family() -> int:
+    """The CPU's family number as the CPU reports it (``/proc/cpuinfo``'s ``cpu family``, the processor name on
+    Windows), or 0 where it cannot be read. On AMD CPUs: 23 for Zen 1-2, 25 for Zen 3-4, 26 for Zen 5."""
+    return _cpu_id()[1]
 
 
 def onednn_matmul_available(dtype: torch.dtype) -> bool:
@@ -126,23 +154,31 @@ def check_matmul_choice(choice: Any) -> str:
 
 def resolve_matmul(choice: Any, dtype: torch.dtype) -> str:
     """The library that computes the products for ``model.fused_update_matmul = choice`` at ``dtype``:
-    ``"reference"`` or ``"onednn"``.
+    ``"reference"``, ``"onednn"`` or ``"mixed"``.
 
-    ``"auto"`` picks oneDNN for float32 on AMD (and Hygon) CPUs when torch's BLAS is MKL, whose code path for them is
-    an AVX2 one (half the speed of oneDNN's AVX-512 kernels on an AVX-512 AMD EPYC), and the reference calls
-    everywhere else. The choice depends on the machine and the dtype only, never on a timing, so a run repeats bit
-    for bit.
+    * ``"reference"``: the calls autograd makes (MKL on x86): the update is the autograd one bit for bit.
+    * ``"onednn"``: oneDNN's inner product for every float32 product whose dimensions are all 64 or more.
+    * ``"mixed"``: oneDNN for those products of a single network (the actor's layers, Q1 in the actor step, a single
+      critic at several threads), the reference's one batched call for the products of the critic ensemble.
+
+    ``"auto"`` picks, for float32 on CPUs on which MKL (when it is torch's BLAS) runs its AVX2 code path, AMD's and
+    Hygon's: ``"onednn"`` from AMD's family 26 (Zen 5, full-width AVX-512: oneDNN about twice MKL's speed on every
+    product), ``"mixed"`` on earlier families (Zen 4 runs AVX-512 on 256-bit units, where MKL's kernels are nearly as
+    fast and its batched call gives each thread one critic); and the reference calls everywhere else. The choice
+    depends on the machine and the dtype only, never on a timing, so a run repeats bit for bit.
 
     Raises:
-        ValueError: ``choice`` is not one of `MATMUL_CHOICES`, or it is ``"onednn"`` where oneDNN cannot be used.
+        ValueError: ``choice`` is not one of `MATMUL_CHOICES`, or it uses oneDNN where oneDNN cannot be used.
     """
     check_matmul_choice(choice)
     if choice == "auto":
         fast = onednn_matmul_available(dtype) and torch.backends.mkl.is_available()
-        return "onednn" if fast and cpu_vendor() in _ONEDNN_VENDORS else "reference"
-    if choice == "onednn" and not onednn_matmul_available(dtype):
+        if not fast or cpu_vendor() not in _ONEDNN_VENDORS:
+            return "reference"
+        return "onednn" if cpu_family() >= _FULL_WIDTH_AVX512_FAMILY else "mixed"
+    if choice in _ONEDNN_CHOICES and not onednn_matmul_available(dtype):
         raise ValueError(
-            f"fused_update_matmul='onednn' needs float32 parameters and a torch built with oneDNN (got {dtype}, "
+            f"fused_update_matmul={choice!r} needs float32 parameters and a torch built with oneDNN (got {dtype}, "
             f"oneDNN available: {torch.backends.mkldnn.is_available()}); use 'auto' or 'reference'"
         )
     return choice
@@ -305,7 +341,8 @@ class FusedUpdate:
         self.ga_b = [index[id(m.bias)] for m in self.actor_linears]
         self._make_views()
         self.matmul = resolve_matmul(getattr(model, "fused_update_matmul", "auto"), dtype)
-        """Who computes the matrix products: ``"reference"`` (the calls autograd makes) or ``"onednn"``."""
+        """Who computes the matrix products: ``"reference"`` (the calls autograd makes), ``"onednn"`` or ``"mixed"``
+        (`resolve_matmul`)."""
         self.parts = 1  # row blocks of the single (not per-critic) matrix products, set per step: see _gemm
         self._plans: dict[int, tuple] = {}  # see _gemm
         self.blocks_agree: dict[tuple, bool] = {}
@@ -455,7 +492,9 @@ class FusedUpdate:
 
         With ``matmul == "onednn"`` each product whose dimensions are all at least 64 is one oneDNN inner
         product (`_onednn_product`, the ReLU fused into it), one with a single output column or a contraction of
-        length one is computed elementwise (`_narrow_call`), and the rest is as follows. With the reference calls:
+        length one is computed elementwise (`_narrow_call`), and the rest is as follows. ``"mixed"`` is the same
+        except that the critic ensemble's products (3-d operands) with all dimensions at least 64 keep the reference
+        call. With the reference calls:
         ``mm`` / ``addmm``, or, at ``parts`` > 1 torch threads, the rows of a 2-d product in ``parts`` equal blocks as
         one ``bmm`` / ``baddbmm`` over the shared ``b``.
 
@@ -483,10 +522,11 @@ class FusedUpdate:
         function, arguments, out, relu after it)``. Kept per output buffer and reused while the operands are the
         same objects (only the observations are new at every step)."""
         parts = self.parts
-        if self.matmul == "onednn":
+        if self.matmul != "reference":  # "onednn" or "mixed" (the ensemble's products stay batched: see resolve_matmul)
             if min(out.shape[-2], out.shape[-1], a.shape[-1]) >= _ONEDNN_MIN_SIZE:
-                return (a, b, parts, *self._onednn_call(a, b, out, bias, relu), False)
-            if out.shape[-1] == 1 or (a.shape[-1] == 1 and bias is None):
+                if self.matmul == "onednn" or out.dim() == 2:
+                    return (a, b, parts, *self._onednn_call(a, b, out, bias, relu), False)
+            elif out.shape[-1] == 1 or (a.shape[-1] == 1 and bias is None):
                 return (a, b, parts, *self._narrow_call(a, b, out, bias), relu)
         if out.dim() == 3:  # one product per critic
             fn, args = (torch.bmm, (a, b)) if bias is None else (torch.baddbmm, (bias, a, b))
@@ -507,7 +547,7 @@ class FusedUpdate:
         """``(function, arguments, out)`` of a product with one output column (the Q layer and its weight
         gradient) as a product and a sum over the contraction, or with a contraction of length one (the gradient
         through the Q layer) as the product of a column and a row: BLAS libraries spend 70-160 µs on those
-        (matrix-vector and rank-1 shapes), the elementwise forms 7-20 µs. Used with the oneDNN products only (the
+        (matrix-vector and rank-1 shapes), the elementwise forms 7-20 µs. Used with oneDNN's products only (the
         sums run in another order than the reference's)."""
         if a.shape[-1] == 1 and bias is None:  # column times row: one multiplication per element, as in the product
             return torch.mul, (a, b), out
