@@ -27,12 +27,14 @@ One exception, chosen by ``model.fused_update_matmul`` (`resolve_matmul`): on AM
 x86) takes an AVX2 code path, float32 products whose dimensions are all at least 64 are computed by oneDNN's inner
 product (the kernel torch.compile's CPU backend uses for ``Linear``), which uses the AVX-512 units of those CPUs.
 On a Zen 5 EPYC (full-width AVX-512) that is about 1.5-2 times the speed of MKL for every product (``"onednn"``). On
-a Zen 4 EPYC, whose AVX-512 instructions run on 256-bit units, MKL's AVX2 kernels are nearly as fast, and the critic
-ensemble's products are faster as MKL's one batched call (one critic per thread) than as one oneDNN product per
-critic: there only the products of a single network go to oneDNN (``"mixed"``). oneDNN sums each dot product in its
-own order, so that update equals the reference to float32 rounding, not bit for bit (2.3e-6 of a tensor's largest
-value after 1,000 updates, measured); it is deterministic, and the choice is saved with a checkpoint, so runs still
-repeat and resume bit for bit. ``fused_update_matmul = "reference"`` keeps the reference calls on every CPU.
+a Zen 4 EPYC, whose AVX-512 instructions run on 256-bit units, MKL's AVX2 kernels are nearly as fast, and at two
+threads the critic ensemble's products are faster as MKL's one batched call (one critic per thread) than as one
+oneDNN product per critic split over the threads: there, at several threads, only the products of a single network
+go to oneDNN (``"mixed"``). oneDNN sums each dot product in its
+own order, so that update equals the reference to float32 rounding, not bit for bit (one update from the same state:
+at most 4e-5 of a tensor's largest value, measured; whole runs go apart after a few hundred updates, as runs on two
+CPUs do); it is deterministic, and the choice is saved with a checkpoint, so runs still repeat and resume bit for
+bit. ``fused_update_matmul = "reference"`` keeps the reference calls on every CPU.
 
 Eligibility (`FusedUpdate.ineligibility`), checked when the fused step is built; anything else uses ``_train_step``:
 
@@ -158,8 +160,9 @@ def resolve_matmul(choice: Any, dtype: torch.dtype) -> str:
 
     * ``"reference"``: the calls autograd makes (MKL on x86): the update is the autograd one bit for bit.
     * ``"onednn"``: oneDNN's inner product for every float32 product whose dimensions are all 64 or more.
-    * ``"mixed"``: oneDNN for those products of a single network (the actor's layers, Q1 in the actor step, a single
-      critic at several threads), the reference's one batched call for the products of the critic ensemble.
+    * ``"mixed"``: at several torch threads, oneDNN for those products of a single network (the actor's layers, Q1
+      in the actor step, a single critic) and the reference's one batched call, which gives each thread one critic,
+      for the products of the critic ensemble; at one thread, as ``"onednn"``.
 
     ``"auto"`` picks, for float32 on CPUs on which MKL (when it is torch's BLAS) runs its AVX2 code path, AMD's and
     Hygon's: ``"onednn"`` from AMD's family 26 (Zen 5, full-width AVX-512: oneDNN about twice MKL's speed on every
@@ -493,8 +496,8 @@ class FusedUpdate:
         With ``matmul == "onednn"`` each product whose dimensions are all at least 64 is one oneDNN inner
         product (`_onednn_product`, the ReLU fused into it), one with a single output column or a contraction of
         length one is computed elementwise (`_narrow_call`), and the rest is as follows. ``"mixed"`` is the same
-        except that the critic ensemble's products (3-d operands) with all dimensions at least 64 keep the reference
-        call. With the reference calls:
+        except that at ``parts`` > 1 threads the critic ensemble's products (3-d operands) with all dimensions at
+        least 64 keep the reference call. With the reference calls:
         ``mm`` / ``addmm``, or, at ``parts`` > 1 torch threads, the rows of a 2-d product in ``parts`` equal blocks as
         one ``bmm`` / ``baddbmm`` over the shared ``b``.
 
@@ -522,9 +525,9 @@ class FusedUpdate:
         function, arguments, out, relu after it)``. Kept per output buffer and reused while the operands are the
         same objects (only the observations are new at every step)."""
         parts = self.parts
-        if self.matmul != "reference":  # "onednn" or "mixed" (the ensemble's products stay batched: see resolve_matmul)
+        if self.matmul != "reference":  # "onednn", or "mixed": see resolve_matmul
             if min(out.shape[-2], out.shape[-1], a.shape[-1]) >= _ONEDNN_MIN_SIZE:
-                if self.matmul == "onednn" or out.dim() == 2:
+                if self.matmul == "onednn" or out.dim() == 2 or parts == 1:
                     return (a, b, parts, *self._onednn_call(a, b, out, bias, relu), False)
             elif out.shape[-1] == 1 or (a.shape[-1] == 1 and bias is None):
                 return (a, b, parts, *self._narrow_call(a, b, out, bias), relu)

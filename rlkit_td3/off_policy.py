@@ -112,10 +112,10 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         fused_update_matmul: who computes the fused update's matrix products (float32 on the CPU): ``"reference"``,
             the calls autograd makes, so the update is `_train_step`'s bit for bit; ``"onednn"``, oneDNN's inner
             products for the products whose dimensions are all 64 or more, the same update to float32 rounding (1.5-2
-            times MKL's speed on AMD Zen 5 CPUs); ``"mixed"``, oneDNN for those products of a single network and the
-            reference's batched call for the critic ensemble's (faster on AMD Zen 4); ``"auto"`` (the default),
-            ``"onednn"`` or ``"mixed"`` on AMD CPUs by CPU family and the reference calls elsewhere
-            (`rlkit_td3.fused_update.resolve_matmul`).
+            times MKL's speed on AMD Zen 5 CPUs); ``"mixed"``, the same at one thread, and at several threads oneDNN
+            for those products of a single network and the reference's batched call for the critic ensemble's
+            (faster on AMD Zen 4); ``"auto"`` (the default), ``"onednn"`` or ``"mixed"`` on AMD CPUs by CPU family and
+            the reference calls elsewhere (`rlkit_td3.fused_update.resolve_matmul`).
             Saved with a checkpoint's training state, so a resumed run makes the same choice.
     """
 

@@ -507,11 +507,31 @@ def test_onednn_updates_stay_within_float_tolerance_of_autograd_along_a_thousand
     assert single > 0  # the actor's hidden layer, forward and backward
     if algo == "ddpg" and threads > 1:  # a single critic at several threads: 2-d products, oneDNN's in both modes
         assert ensemble == 0 and batched == 0
-    elif matmul == "onednn":
+    elif matmul == "onednn" or threads == 1:  # "mixed" at one thread is "onednn"
         assert ensemble > 0 and batched == 0
-    else:  # "mixed": the ensemble's hidden-layer products stay one batched reference call
+    else:  # "mixed" at several threads: the ensemble's hidden-layer products stay one batched reference call
         assert ensemble == 0 and batched > 0
     assert 0 < worst[0] < 1e-4, worst
+
+
+@needs_onednn
+def test_mixed_products_follow_the_thread_count_on_one_model():
+    """``"mixed"`` sends the critic ensemble's products to oneDNN at one thread and to the reference's batched call
+    at several, re-planned when the thread count changes between two ``train`` calls."""
+    model = _filled("td3", True, matmul="mixed", **ONEDNN_SIZES)
+    before = torch.get_num_threads()
+    seen = []
+    try:
+        for threads in (1, 2, 1):
+            torch.set_num_threads(threads)
+            model.train(4)
+            seen.append(_onednn_plans(model)[1:])
+    finally:
+        torch.set_num_threads(before)
+    (ensemble_1, batched_1), (ensemble_2, batched_2), again = seen
+    assert ensemble_1 > 0 and batched_1 == 0
+    assert ensemble_2 == 0 and batched_2 > 0
+    assert again == seen[0] and _fused_updates(model) == 12
 
 
 def test_copying_the_training_state_makes_the_next_updates_the_same():
