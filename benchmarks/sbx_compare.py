@@ -153,8 +153,9 @@ def cpu_name() -> str:
     except OSError:
         return platform.processor() or platform.machine()
     model = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")), "")
+    family = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("cpu family")), "?")
     avx512 = "avx512f" in info
-    return f"{model or platform.machine()} ({'AVX-512' if avx512 else 'no AVX-512'})"
+    return f"{model or platform.machine()} (family {family}, {'AVX-512' if avx512 else 'no AVX-512'})"
 
 
 def run_child(python: str, lib: str, what: str, steps: int, threads: int) -> float:
