@@ -10,11 +10,13 @@ envs' generators, the rollout in flight), which is what makes ``learn`` after ``
 from __future__ import annotations
 
 import copy
+import hashlib
 import importlib.metadata
 import io
 import os
 import platform
 import sys
+import warnings
 from typing import Any
 
 import gymnasium as gym
@@ -518,7 +520,7 @@ def _restore_training_state(
     if model.action_noise is not None and state["action_noise"] is not None:
         model.action_noise.set_state(state["action_noise"])
     _restore_schedule_states(model, state.get("schedules"))
-    model._smoothing_rng.set_state(tensors["smoothing_rng"])
+    restore_smoothing_rng(model._smoothing_rng, tensors["smoothing_rng"])
     saved_n_envs = model.n_envs if saved_n_envs is None else saved_n_envs
     needs_reset = state.get("needs_reset")
     if needs_reset is not None and (
@@ -614,6 +616,29 @@ def _restart_envs(
         model._needs_reset = np.zeros(model.n_envs, dtype=bool)
     else:
         model._last_obs = None
+
+
+def restore_smoothing_rng(generator: torch.Generator, state: torch.Tensor) -> None:
+    """Restore the target policy smoothing generator from a checked saved state (`check_torch_generator_state`).
+
+    A state saved on another kind of device (CUDA's Philox seed and offset for a CPU generator, or the CPU's MT19937
+    state for a CUDA one: a model trained on a GPU and loaded on a laptop) cannot be set on this generator. It is
+    then seeded from a hash of the saved state, with a warning: the run goes on with other smoothing noise than on
+    the saved device (its updates would differ anyway, as another device's kernels round differently), and loading
+    the same file on the same device gives the same noise again.
+    """
+    if state.numel() == generator.get_state().numel():
+        generator.set_state(state)
+        return
+    seed = int.from_bytes(hashlib.sha256(state.cpu().numpy().tobytes()).digest()[:8], "little")
+    generator.manual_seed(seed)
+    warnings.warn(
+        f"the target policy smoothing noise generator was saved on another kind of device ({state.numel()}-byte "
+        f"state) and cannot be restored on {generator.device}: it continues from a seed derived from the saved "
+        "state, so the run does not go on bit for bit as it would on the device it was saved on",
+        UserWarning,
+        stacklevel=4,
+    )
 
 
 def load(

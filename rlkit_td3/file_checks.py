@@ -374,17 +374,24 @@ def check_rng_json(entry: str, spec: Any) -> None:
     _int(f"{entry}.state.pos", inner.get("pos"), 0, 624)
 
 
+GENERATOR_STATE_BYTES = {"cpu": 5056, "cuda": 16}
+"""Sizes of ``torch.Generator.get_state()`` by device type: the CPU's MT19937 state, CUDA's Philox seed and offset."""
+
+
 def check_torch_generator_state(entry: str, state: Any, device: torch.device) -> None:
-    """A ``torch.Generator.get_state()`` byte tensor of the size a generator on ``device`` has."""
+    """A ``torch.Generator.get_state()`` byte tensor of the size a generator on ``device`` has, or of the size a CPU or
+    CUDA generator has (a model saved on the GPU and loaded on the CPU, or back: `load` re-seeds from such a
+    state instead of restoring it)."""
     expected = torch.Generator(device=device).get_state()
+    sizes = sorted({expected.numel(), *GENERATOR_STATE_BYTES.values()})
     if not (
-        isinstance(state, torch.Tensor)
-        and state.dtype == torch.uint8
-        and state.dim() == 1
-        and state.shape == expected.shape
+        isinstance(state, torch.Tensor) and state.dtype == torch.uint8 and state.dim() == 1 and state.numel() in sizes
     ):
         got = (state.dtype, tuple(state.shape)) if isinstance(state, torch.Tensor) else type(state).__name__
-        raise ModelFileError(f"{entry} must be a uint8 tensor of shape {tuple(expected.shape)}, got {got}")
+        raise ModelFileError(
+            f"{entry} must be a uint8 tensor of shape {tuple(expected.shape)} (a generator on {device}; one saved on "
+            f"another device: {' or '.join(f'({n},)' for n in sizes if n != expected.numel())}), got {got}"
+        )
 
 
 # ---------------------------------------------------------------------------- schedules and noise

@@ -146,7 +146,8 @@ def _rng_state(parts):
 
 
 def _smoothing_rng(parts):
-    parts["tensors"]["training_state"]["smoothing_rng"] = torch.zeros(16, dtype=torch.uint8)
+    # 24 bytes: neither a CPU generator's state (5056) nor a CUDA one's (16)
+    parts["tensors"]["training_state"]["smoothing_rng"] = torch.zeros(24, dtype=torch.uint8)
 
 
 def _policy_shape(parts):
@@ -180,6 +181,33 @@ def test_parts_that_disagree_are_refused_naming_the_entry(tmp_path, genuine, nam
     path = _write(tmp_path, _mutated(genuine, mutate))
     with pytest.raises(ModelFileError, match=pattern):
         TD3.load(path)
+
+
+def _cuda_smoothing_rng(parts):
+    """The smoothing generator's state as a model trained on a GPU saves it: CUDA's Philox seed and offset."""
+    seed, offset = 1234, 4096
+    state = np.array([seed, offset], dtype="<i8").view(np.uint8)
+    parts["tensors"]["training_state"]["smoothing_rng"] = torch.from_numpy(state.copy())
+
+
+def test_a_model_saved_on_a_gpu_loads_on_the_cpu_with_a_reseeded_smoothing_generator(tmp_path, genuine):
+    """A GPU's generator state cannot be set on a CPU generator: the rest of the file loads as saved, the smoothing
+    generator is seeded from the saved state (the same seed at every load), and a warning says the run does not go
+    on bit for bit."""
+    path = _write(tmp_path, _mutated(genuine, _cuda_smoothing_rng))
+    plain = TD3.load(_write(tmp_path, genuine, "genuine.zip"), env=gym.make("Pendulum-v1"))
+    states = []
+    for _ in range(2):
+        with pytest.warns(UserWarning, match=r"smoothing noise generator was saved on another kind of device"):
+            model = TD3.load(path, env=gym.make("Pendulum-v1"))
+        states.append(model._smoothing_rng.get_state())
+        for (name, a), b in zip(plain.policy.state_dict().items(), model.policy.state_dict().values()):
+            assert torch.equal(a, b), name
+        assert model.num_timesteps == plain.num_timesteps == 120
+    assert torch.equal(states[0], states[1])
+    assert not torch.equal(states[0], plain._smoothing_rng.get_state())
+    model.learn(60, reset_num_timesteps=False)  # trains on from there
+    assert model.num_timesteps == 180
 
 
 def test_wrong_shape_adam_moment_never_reaches_the_fused_kernel(tmp_path, genuine):
