@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sbx_compare import ACT_DIM, BATCH, NET, OBS_DIM, SETTINGS, _fill  # noqa: E402
+from sbx_compare import BATCH, NET, SETTINGS, _fill, make_shape_env  # noqa: E402
 
 
 def learning_check(rows: list[str]) -> None:
@@ -71,27 +71,6 @@ def learning_check(rows: list[str]) -> None:
             rows.append(f"save/load: loaded on {where}: max |action difference| over 64 observations {diff:.2e}")
 
 
-class ShapeEnv:
-    """Spaces of HalfCheetahBulletEnv-v0's sizes (a gymnasium env; the models only read the spaces)."""
-
-    @staticmethod
-    def make():
-        import gymnasium as gym
-        from gymnasium import spaces
-
-        class _Env(gym.Env):
-            observation_space = spaces.Box(-np.inf, np.inf, (OBS_DIM,), np.float32)
-            action_space = spaces.Box(-1.0, 1.0, (ACT_DIM,), np.float32)
-
-            def reset(self, *, seed=None, options=None):
-                return self.observation_space.sample(), {}
-
-            def step(self, action):
-                return self.observation_space.sample(), 0.0, False, False, {}
-
-        return _Env()
-
-
 def build(lib: str, device: str):
     """TD3 at HalfCheetah's sizes with the Zoo's settings (``sbx_compare.SETTINGS``) on ``device``, buffer filled."""
     if lib == "rlkit":
@@ -101,7 +80,7 @@ def build(lib: str, device: str):
         from stable_baselines3 import TD3
         from stable_baselines3.common.noise import NormalActionNoise
     kwargs = dict(SETTINGS, learning_starts=0, seed=0, policy_kwargs={"net_arch": NET}, device=device)
-    model = TD3("MlpPolicy", ShapeEnv.make(), action_noise=NormalActionNoise(np.zeros(6), 0.1 * np.ones(6)), **kwargs)
+    model = TD3("MlpPolicy", make_shape_env(), action_noise=NormalActionNoise(np.zeros(6), 0.1 * np.ones(6)), **kwargs)
     if lib == "sb3":
         from stable_baselines3.common.logger import Logger
 

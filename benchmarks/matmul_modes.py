@@ -19,28 +19,12 @@ import sys
 import time
 from pathlib import Path
 
-import gymnasium as gym
-import numpy as np
 import torch
-from gymnasium import spaces
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sbx_compare import ACT_DIM, BATCH, OBS_DIM, _fill, _model, cpu_name  # noqa: E402
+from sbx_compare import BATCH, _fill, _model, cpu_name, make_shape_env  # noqa: E402
 
 from rlkit_td3.fused_update import MATMUL_CHOICES, cpu_family, cpu_vendor, resolve_matmul  # noqa: E402
-
-
-class ShapeEnv(gym.Env):
-    """Spaces of HalfCheetahBulletEnv-v0's sizes; the model only reads the spaces."""
-
-    observation_space = spaces.Box(-np.inf, np.inf, (OBS_DIM,), np.float32)
-    action_space = spaces.Box(-1.0, 1.0, (ACT_DIM,), np.float32)
-
-    def reset(self, *, seed=None, options=None):
-        return self.observation_space.sample(), {}
-
-    def step(self, action):
-        return self.observation_space.sample(), 0.0, False, False, {}
 
 
 def main() -> None:
@@ -54,7 +38,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     models = {}
     for mode in args.modes:
-        model = _model("rlkit", ShapeEnv(), learning_starts=0)
+        model = _model("rlkit", make_shape_env(), learning_starts=0)
         model.fused_update_matmul = mode
         _fill("rlkit", model, 50_000)
         model.train(gradient_steps=50, batch_size=BATCH)  # builds the fused update, its plans and trials

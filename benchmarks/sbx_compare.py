@@ -103,7 +103,9 @@ def _sync(lib: str, model) -> None:
         jax.block_until_ready(model.policy.actor_state.params)
 
 
-def child_update(lib: str, steps: int) -> float:
+def make_shape_env():
+    """A gymnasium env with HalfCheetahBulletEnv-v0's spaces (obs 26, act 6) and random steps: the update timings
+    only read its spaces."""
     import gymnasium as gym
     import numpy as np
     from gymnasium import spaces
@@ -118,7 +120,11 @@ def child_update(lib: str, steps: int) -> float:
         def step(self, action):
             return self.observation_space.sample(), 0.0, False, False, {}
 
-    model = _model(lib, ShapeEnv(), learning_starts=0)
+    return ShapeEnv()
+
+
+def child_update(lib: str, steps: int) -> float:
+    model = _model(lib, make_shape_env(), learning_starts=0)
     _fill(lib, model, 50_000)
     for _ in range(2):  # compile (SBX) and warm up at the timed shapes
         model.train(gradient_steps=steps, batch_size=BATCH)
