@@ -2,7 +2,7 @@
 
 The GEMM bound of ``benchmarks/throughput.py`` times each product of one update alone, repeated, with its
 operands hot in the caches. Inside an update each product reads operands that other operations have just pushed
-out of the caches (a TD3 update at HalfCheetah's sizes touches about 10 MB: four networks, Adam's moments, the
+out of the caches (a TD3 update at HalfCheetah's sizes touches over 10 MB: four networks, Adam's moments, the
 gradients and the activations, against 1 MB of L2 per core). This script measures that gap, product by product.
 
 It trains one model with HalfCheetah's sizes (obs 26, act 6, net [400, 300], batch 256, the Zoo's TD3 settings of
