@@ -677,3 +677,68 @@ def test_onednn_mode_covers_width_one_hidden_layers(arch):
     assert _fused_updates(fus) == 200
     worst, where = _max_relative_difference(ref, fus)
     assert worst < 1e-4, (worst, where)
+
+
+class _WideEnv(gym.Env):
+    """Observations and actions wide enough (80 and 70) for the input layer's products to reach oneDNN."""
+
+    observation_space = spaces.Box(-1.0, 1.0, (80,), np.float32)
+    action_space = spaces.Box(-1.0, 1.0, (70,), np.float32)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(80, np.float32), {}
+
+    def step(self, action):
+        return np.zeros(80, np.float32), 0.0, False, False, {}
+
+
+def _wide_model(fused: bool, matmul: str, batch_size: int = 97) -> TD3:
+    model = TD3(
+        "MlpPolicy",
+        _WideEnv(),
+        learning_starts=0,
+        batch_size=batch_size,
+        buffer_size=2000,
+        policy_kwargs={"net_arch": [64, 64, 64]},
+        seed=0,
+    )
+    model.use_fused_update, model.fused_update_matmul = fused, matmul
+    rng = np.random.default_rng(0)
+    for _ in range(2000):
+        obs = rng.normal(size=(1, 80)).astype(np.float32)
+        next_obs = obs + 0.1 * rng.normal(size=(1, 80)).astype(np.float32)
+        model.replay_buffer.add(
+            obs, next_obs, rng.uniform(-1, 1, (1, 70)), rng.normal(size=1), rng.random(1) < 0.05, np.array([False])
+        )
+    return model
+
+
+@needs_onednn
+@pytest.mark.parametrize("matmul", ["onednn", "mixed"])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_onednn_products_of_the_input_layer_and_deeper_networks(threads, matmul):
+    """Wide observations (80) and actions (70), three hidden layers and an odd batch (97): the input layer's products
+    go to oneDNN too, among them the actor's first layer on the freshly sampled observations (planned again at each
+    update) and its weight gradient, whose left operand is a transposed view. Updates from copied states stay within
+    float tolerance of autograd's."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        ref, fus = _wide_model(False, "reference"), _wide_model(True, matmul)
+        worst = (0.0, "")
+        for _ in range(5):
+            _copy_training_state(fus, ref)
+            for model in (ref, fus):
+                model.train(2)
+            worst = max(worst, _max_relative_difference(ref, fus))
+            ref.train(20)
+    finally:
+        torch.set_num_threads(before)
+    assert _fused_updates(fus) == 10
+    plans = fus._fused_update[1]._plans.values()
+    # the actor's first layer reads the observations: a oneDNN product with a contraction of 80
+    assert any(plan[3] is _onednn_product and plan[0].shape == (97, 80) for plan in plans)
+    # its weight gradient: [64, 97] (a transposed view) @ [97, 80]
+    assert any(plan[3] is _onednn_product and plan[0].shape == (64, 97) and plan[5].shape == (64, 80) for plan in plans)
+    assert worst[0] < 1e-4, worst
