@@ -29,8 +29,9 @@ product (the kernel torch.compile's CPU backend uses for ``Linear``), which uses
 On a Zen 5 EPYC (full-width AVX-512) that is about 1.5-2 times the speed of MKL for every product (``"onednn"``). On
 a Zen 4 EPYC, whose AVX-512 instructions run on 256-bit units, MKL's AVX2 kernels are nearly as fast, and at two
 threads the critic ensemble's products are faster as MKL's one batched call (one critic per thread) than as one
-oneDNN product per critic split over the threads: there, at several threads, only the products of a single network
-go to oneDNN (``"mixed"``). oneDNN sums each dot product in its
+oneDNN product per critic split over the threads, and a weight gradient is faster as MKL's product on the
+transposed activations than as oneDNN's, which copies them first: there, at several threads, only the forward and
+input-gradient products of a single network go to oneDNN (``"mixed"``). oneDNN sums each dot product in its
 own order, so that update equals the reference to float32 rounding, not bit for bit (one update from the same state:
 at most 4e-5 of a tensor's largest value, measured; whole runs go apart after a few hundred updates, as runs on two
 CPUs do); it is deterministic, and the choice is saved with a checkpoint, so runs still repeat and resume bit for
@@ -161,8 +162,9 @@ def resolve_matmul(choice: Any, dtype: torch.dtype) -> str:
     * ``"reference"``: the calls autograd makes (MKL on x86): the update is the autograd one bit for bit.
     * ``"onednn"``: oneDNN's inner product for every float32 product whose dimensions are all 64 or more.
     * ``"mixed"``: at several torch threads, oneDNN for those products of a single network (the actor's layers, Q1
-      in the actor step, a single critic) and the reference's one batched call, which gives each thread one critic,
-      for the products of the critic ensemble; at one thread, as ``"onednn"``.
+      in the actor step, a single critic) except the weight gradients, and the reference calls for the weight
+      gradients (their left operand is a transposed view, which oneDNN's op copies first) and for the products of
+      the critic ensemble (one batched call, which gives each thread one critic); at one thread, as ``"onednn"``.
 
     ``"auto"`` picks, for float32 on CPUs on which MKL (when it is torch's BLAS) runs its AVX2 code path, AMD's and
     Hygon's: ``"onednn"`` from AMD's family 26 (Zen 5, full-width AVX-512: oneDNN about twice MKL's speed on every
@@ -496,10 +498,10 @@ class FusedUpdate:
         With ``matmul == "onednn"`` each product whose dimensions are all at least 64 is one oneDNN inner
         product (`_onednn_product`, the ReLU fused into it), one with a single output column or a contraction of
         length one is computed elementwise (`_narrow_call`), and the rest is as follows. ``"mixed"`` is the same
-        except that at ``parts`` > 1 threads the critic ensemble's products (3-d operands) with all dimensions at
-        least 64 keep the reference call. With the reference calls:
-        ``mm`` / ``addmm``, or, at ``parts`` > 1 torch threads, the rows of a 2-d product in ``parts`` equal blocks as
-        one ``bmm`` / ``baddbmm`` over the shared ``b``.
+        except that at ``parts`` > 1 threads the critic ensemble's products (3-d operands) and the products whose left
+        operand is not contiguous (the weight gradients, ``activations.T @ grad``) keep the reference call. With the
+        reference calls: ``mm`` / ``addmm``, or, at ``parts`` > 1 torch threads, the rows of a 2-d product in
+        ``parts`` equal blocks as one ``bmm`` / ``baddbmm`` over the shared ``b``.
 
         At two threads a single 256-row product is split by the BLAS library inside the product, which leaves
         throughput on the table (the ``[256, 400] @ [400, 300]`` forward ran at 232 GFLOP/s as an ``addmm``, 300 as
@@ -527,7 +529,7 @@ class FusedUpdate:
         parts = self.parts
         if self.matmul != "reference":  # "onednn", or "mixed": see resolve_matmul
             if min(out.shape[-2], out.shape[-1], a.shape[-1]) >= _ONEDNN_MIN_SIZE:
-                if self.matmul == "onednn" or out.dim() == 2 or parts == 1:
+                if self.matmul == "onednn" or parts == 1 or (out.dim() == 2 and a.is_contiguous()):
                     return (a, b, parts, *self._onednn_call(a, b, out, bias, relu), False)
             elif out.shape[-1] == 1 or (a.shape[-1] == 1 and bias is None):
                 return (a, b, parts, *self._narrow_call(a, b, out, bias), relu)

@@ -462,6 +462,13 @@ def _onednn_plans(model) -> tuple[int, int, int]:
     return single, ensemble, batched
 
 
+def _onednn_weight_gradients(model) -> int:
+    """How many planned oneDNN products of one matrix read a left operand that is not contiguous: the weight
+    gradients, ``activations.T @ grad``."""
+    plans = model._fused_update[1]._plans.values()
+    return sum(plan[3] is _onednn_product and not plan[0].is_contiguous() for plan in plans)
+
+
 def _copy_training_state(dst, src) -> None:
     """Give ``dst`` the networks, optimizer states, counters, loss sums and random generators of ``src``, so that
     the next update of each starts from the same state and draws the same batch and noise."""
@@ -515,23 +522,28 @@ def test_onednn_updates_stay_within_float_tolerance_of_autograd_along_a_thousand
 
 
 @needs_onednn
-def test_mixed_products_follow_the_thread_count_on_one_model():
-    """``"mixed"`` sends the critic ensemble's products to oneDNN at one thread and to the reference's batched call
-    at several, re-planned when the thread count changes between two ``train`` calls."""
-    model = _filled("td3", True, matmul="mixed", **ONEDNN_SIZES)
+@pytest.mark.parametrize("algo", ["td3", "ddpg"])
+def test_mixed_products_follow_the_thread_count_on_one_model(algo):
+    """``"mixed"`` sends the critic ensemble's products and the weight gradients (a transposed left operand) to
+    oneDNN at one thread and to the reference calls at several, re-planned when the thread count changes between two
+    ``train`` calls; the other products of a single network stay on oneDNN."""
+    model = _filled(algo, True, matmul="mixed", **ONEDNN_SIZES)
     before = torch.get_num_threads()
     seen = []
     try:
         for threads in (1, 2, 1):
             torch.set_num_threads(threads)
             model.train(4)
-            seen.append(_onednn_plans(model)[1:])
+            seen.append((*_onednn_plans(model), _onednn_weight_gradients(model)))
     finally:
         torch.set_num_threads(before)
-    (ensemble_1, batched_1), (ensemble_2, batched_2), again = seen
-    assert ensemble_1 > 0 and batched_1 == 0
-    assert ensemble_2 == 0 and batched_2 > 0
-    assert again == seen[0] and _fused_updates(model) == 12
+    (single_1, ensemble_1, batched_1, grads_1), (single_2, ensemble_2, batched_2, grads_2), again = seen
+    assert grads_1 > 0 and grads_2 == 0 and single_2 > 0
+    if algo == "td3":
+        assert ensemble_1 > 0 and batched_1 == 0
+        assert ensemble_2 == 0 and batched_2 > 0
+    # back at one thread the same plans again (a single critic's two-thread plans stay in the table, unused)
+    assert again[1:] == seen[0][1:] and (algo == "ddpg" or again == seen[0]) and _fused_updates(model) == 12
 
 
 def test_copying_the_training_state_makes_the_next_updates_the_same():
@@ -720,7 +732,8 @@ def _wide_model(fused: bool, matmul: str, batch_size: int = 97) -> TD3:
 def test_onednn_products_of_the_input_layer_and_deeper_networks(threads, matmul):
     """Wide observations (80) and actions (70), three hidden layers and an odd batch (97): the input layer's products
     go to oneDNN too, among them the actor's first layer on the freshly sampled observations (planned again at each
-    update) and its weight gradient, whose left operand is a transposed view. Updates from copied states stay within
+    update) and its weight gradient, whose left operand is a transposed view ("mixed" at two threads keeps the
+    weight gradients on the reference calls). Updates from copied states stay within
     float tolerance of autograd's."""
     before = torch.get_num_threads()
     torch.set_num_threads(threads)
@@ -739,6 +752,8 @@ def test_onednn_products_of_the_input_layer_and_deeper_networks(threads, matmul)
     plans = fus._fused_update[1]._plans.values()
     # the actor's first layer reads the observations: a oneDNN product with a contraction of 80
     assert any(plan[3] is _onednn_product and plan[0].shape == (97, 80) for plan in plans)
-    # its weight gradient: [64, 97] (a transposed view) @ [97, 80]
-    assert any(plan[3] is _onednn_product and plan[0].shape == (64, 97) and plan[5].shape == (64, 80) for plan in plans)
+    # its weight gradient: [64, 97] (a transposed view) @ [97, 80], on oneDNN except in "mixed" at two threads
+    weight_gradient = [plan for plan in plans if plan[0].shape == (64, 97) and plan[1].shape == (97, 80)]
+    assert len(weight_gradient) == 1
+    assert (weight_gradient[0][3] is _onednn_product) == (matmul == "onednn" or threads == 1)
     assert worst[0] < 1e-4, worst
