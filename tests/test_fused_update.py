@@ -484,6 +484,19 @@ def _copy_training_state(dst, src) -> None:
     dst.replay_buffer._rng.bit_generator.state = src.replay_buffer._rng.bit_generator.state
 
 
+def _worst_difference_from_copied_states(ref, fus, rounds: int, gap: int) -> tuple[float, str]:
+    """``rounds`` times: give ``fus`` the training state of ``ref``, make two updates with each, compare them
+    (`_max_relative_difference`), then ``gap`` more updates of ``ref``. The largest difference seen, and where."""
+    worst = (0.0, "")
+    for _ in range(rounds):
+        _copy_training_state(fus, ref)
+        for model in (ref, fus):
+            model.train(2)
+        worst = max(worst, _max_relative_difference(ref, fus))
+        ref.train(gap)
+    return worst
+
+
 @needs_onednn
 @pytest.mark.parametrize("matmul", ["onednn", "mixed"])
 @pytest.mark.parametrize("threads", [1, 2])
@@ -500,13 +513,7 @@ def test_onednn_updates_stay_within_float_tolerance_of_autograd_along_a_thousand
     try:
         ref = _filled(algo, False, n=2000, **ONEDNN_SIZES)
         fus = _filled(algo, True, n=2000, matmul=matmul, **ONEDNN_SIZES)
-        worst = (0.0, "")
-        for _ in range(10):
-            _copy_training_state(fus, ref)
-            for model in (ref, fus):
-                model.train(2)
-            worst = max(worst, _max_relative_difference(ref, fus))
-            ref.train(98)
+        worst = _worst_difference_from_copied_states(ref, fus, rounds=10, gap=98)
     finally:
         torch.set_num_threads(before)
     assert fus._fused_update[1].matmul == matmul and _fused_updates(fus) == 20 and ref._n_updates == 1000
@@ -733,19 +740,13 @@ def test_onednn_products_of_the_input_layer_and_deeper_networks(threads, matmul)
     """Wide observations (80) and actions (70), three hidden layers and an odd batch (97): the input layer's products
     go to oneDNN too, among them the actor's first layer on the freshly sampled observations (planned again at each
     update) and its weight gradient, whose left operand is a transposed view ("mixed" at two threads keeps the
-    weight gradients on the reference calls). Updates from copied states stay within
-    float tolerance of autograd's."""
+    weight gradients on the reference calls). Updates from copied states stay within float tolerance of
+    autograd's."""
     before = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
         ref, fus = _wide_model(False, "reference"), _wide_model(True, matmul)
-        worst = (0.0, "")
-        for _ in range(5):
-            _copy_training_state(fus, ref)
-            for model in (ref, fus):
-                model.train(2)
-            worst = max(worst, _max_relative_difference(ref, fus))
-            ref.train(20)
+        worst = _worst_difference_from_copied_states(ref, fus, rounds=5, gap=20)
     finally:
         torch.set_num_threads(before)
     assert _fused_updates(fus) == 10
