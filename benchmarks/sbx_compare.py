@@ -15,6 +15,9 @@ number and XLA's CPU thread pool limited to the pinned CPUs (at 1 thread: ``--xl
   the ``N`` steps in one jitted ``fori_loop``); SBX's result is waited for (``block_until_ready``).
 * **learn**: env-steps/s of ``learn()`` on HalfCheetahBulletEnv-v0 with the same settings, ``train_freq=1``,
   ``gradient_steps=1`` (an update per env step), timed after 1,000 warm-up steps (learning starts at 500).
+* **split** (not run by default): the same ``learn()``, with each ``model.train`` call timed (SBX's result waited
+  for inside the timer): ms per env step spent in the update and everywhere else (the env step, the action, the
+  buffer, the library's loop), so the ``learn()`` ratios can be read as update + collection.
 
 Usage::
 
@@ -34,6 +37,7 @@ import sys
 import time
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 OBS_DIM, ACT_DIM, NET, BATCH = 26, 6, [400, 300], 256
 SETTINGS = dict(
@@ -138,6 +142,32 @@ def child_update(lib: str, steps: int) -> float:
     return statistics.median(times)
 
 
+def child_split(lib: str, steps: int) -> tuple[float, float]:
+    """``learn()`` as in `child_learn`, returning (ms per env step inside ``model.train``, ms per env step
+    elsewhere)."""
+    import gymnasium as gym
+
+    import rlkit_td3  # noqa: F401  (registers the Bullet ids)
+
+    model = _model(lib, gym.make("HalfCheetahBulletEnv-v0"), learning_starts=500)
+    model.learn(1_000)
+    _sync(lib, model)
+    train, in_train = model.train, [0.0]
+
+    def timed_train(*args, **kwargs):
+        start = time.perf_counter()
+        train(*args, **kwargs)
+        _sync(lib, model)
+        in_train[0] += time.perf_counter() - start
+
+    model.train = timed_train  # an instance attribute: learn() looks train up on the instance
+    start = time.perf_counter()
+    model.learn(steps, reset_num_timesteps=False)
+    _sync(lib, model)
+    total = time.perf_counter() - start
+    return in_train[0] / steps * 1e3, (total - in_train[0]) / steps * 1e3
+
+
 def child_learn(lib: str, steps: int) -> float:
     import gymnasium as gym
 
@@ -164,7 +194,7 @@ def cpu_name() -> str:
     return f"{model or platform.machine()} (family {family}, {'AVX-512' if avx512 else 'no AVX-512'})"
 
 
-def run_child(python: str, lib: str, what: str, steps: int, threads: int) -> float:
+def run_child(python: str, lib: str, what: str, steps: int, threads: int) -> Any:
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
     if threads == 1:
         env["XLA_FLAGS"] = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
@@ -173,7 +203,24 @@ def run_child(python: str, lib: str, what: str, steps: int, threads: int) -> flo
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=Path(__file__).resolve().parents[1])
     if done.returncode != 0:
         raise RuntimeError(f"{lib} {what} failed:\n{done.stderr[-3000:]}")
-    return float(done.stdout.strip().splitlines()[-1])
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def split_rows(args: argparse.Namespace) -> list[str]:
+    """The rows of the ``split`` section: per library, the medians over reps of the update's and the rest's ms per
+    env step, and their sum."""
+    results: dict[str, list[tuple[float, float]]] = {lib: [] for lib in args.libs}
+    for _ in range(args.reps):
+        for lib in args.libs:
+            python = args.sbx_python if lib == "sbx" else sys.executable
+            results[lib].append(tuple(run_child(python, lib, "split", args.learn_steps, args.threads)))
+    rows = ["split  (ms per env step of learn(): in model.train, elsewhere, both)"]
+    for lib, pairs in results.items():
+        train = statistics.median(p[0] for p in pairs)
+        other = statistics.median(p[1] for p in pairs)
+        both = statistics.median(p[0] + p[1] for p in pairs)
+        rows.append(f"  {lib:5s} train {train:6.3f}  elsewhere {other:6.3f}  step {both:6.3f}")
+    return rows
 
 
 def main() -> None:
@@ -185,7 +232,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--update-steps", type=int, default=200)
     parser.add_argument("--learn-steps", type=int, default=2_000)
-    parser.add_argument("--sections", nargs="+", default=["update", "learn"], choices=["update", "learn"])
+    parser.add_argument("--sections", nargs="+", default=["update", "learn"], choices=["update", "learn", "split"])
     parser.add_argument("--out", default=None, help="also write the table to this file")
     parser.add_argument("--make-sbx-venv", metavar="DIR", help="create SBX's venv in DIR, then use it")
     args = parser.parse_args()
@@ -201,12 +248,17 @@ def main() -> None:
         import torch
 
         torch.set_num_threads(int(threads))
-        print((child_update if what == "update" else child_learn)(lib, int(steps)), flush=True)
+        child = {"update": child_update, "learn": child_learn, "split": child_split}[what]
+        print(json.dumps(child(lib, int(steps))), flush=True)
         return
 
     rows = [f"TD3 speed, {date.today()}, {cpu_name()}, {args.threads} thread(s) per run, {args.reps} interleaved reps"]
     print(rows[0], flush=True)
     for what in args.sections:
+        if what == "split":
+            rows.extend(split_rows(args))
+            print("\n".join(rows[-(len(args.libs) + 1) :]), flush=True)
+            continue
         steps = args.update_steps if what == "update" else args.learn_steps
         results: dict[str, list[float]] = {lib: [] for lib in args.libs}
         for _ in range(args.reps):
