@@ -593,7 +593,6 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         self._update_learning_rate()
         if isinstance(self.replay_buffer, PrioritizedReplayBuffer):
             self.replay_buffer.set_progress(1.0 - self._current_progress_remaining)  # anneals PER's beta
-        critic_before, actor_before = self._critic_loss_sum.clone(), self._actor_loss_sum.clone()
         fused = self._fused_update_for(batch_size)
         for _ in range(gradient_steps):
             self._n_updates += 1
@@ -606,8 +605,9 @@ class OffPolicyAlgorithm(BaseAlgorithm):
             if self._n_updates % MOMENT_FLUSH_EVERY == 0:
                 flush_tiny_moments(self.policy.critic_optimizer)
                 flush_tiny_moments(self.policy.actor_optimizer)
-        # One check per call (not per step): the summed losses are finite only if every loss was.
-        if not bool(torch.isfinite(self._critic_loss_sum - critic_before + self._actor_loss_sum - actor_before)):
+        # One check per call (not per step): the running loss sums are finite only if every loss added to them was
+        # (they were finite before this call, or the call before it raised).
+        if not bool(torch.isfinite(self._critic_loss_sum + self._actor_loss_sum)):
             raise NonFiniteError(
                 f"a training loss became non-finite during updates {self._n_updates - gradient_steps + 1}.."
                 f"{self._n_updates} (num_timesteps={self.num_timesteps}); check rewards and observations for huge "
