@@ -160,9 +160,7 @@ class OffPolicyAlgorithm(BaseAlgorithm):
             None if critic_learning_rate is None else as_schedule(critic_learning_rate, "critic_learning_rate")
         )
         self.buffer_size = _check_int("buffer_size", buffer_size, 1)
-        self.batch_size = _check_int("batch_size", batch_size, 1)
-        if self.buffer_size < self.batch_size:
-            raise ValueError(f"buffer_size must be >= batch_size ({self.batch_size}), got {self.buffer_size}")
+        self.batch_size = _check_int("batch_size", batch_size, 1)  # may exceed buffer_size: drawn with replacement
         self.learning_starts = _check_int("learning_starts", learning_starts, 0)
         self.tau = _check_float("tau", tau, 0.0, 1.0, low_open=True)
         self.gamma = _check_float("gamma", gamma, 0.0, 1.0)

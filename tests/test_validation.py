@@ -44,7 +44,6 @@ def test_infinite_action_bounds_rejected():
         ({"gamma": 1.01}, "gamma"),
         ({"batch_size": 0}, "batch_size"),
         ({"batch_size": -5}, "batch_size"),
-        ({"buffer_size": 100, "batch_size": 256}, "buffer_size"),
         ({"learning_starts": -1}, "learning_starts"),
         ({"learning_rate": -1e-3}, "learning_rate"),
         ({"train_freq": (1, "hour")}, "train_freq"),
