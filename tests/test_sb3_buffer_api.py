@@ -10,7 +10,6 @@ import torch
 from gymnasium import spaces
 
 from rlkit_td3 import TD3
-from rlkit_td3.bit_flipping_env import BitFlippingEnv
 from rlkit_td3.buffers import (
     DictReplayBuffer,
     LAPReplayBuffer,
@@ -18,6 +17,7 @@ from rlkit_td3.buffers import (
     PrioritizedReplayBuffer,
     ReplayBuffer,
 )
+from rlkit_td3.envs import BitFlippingEnv
 from rlkit_td3.her import HerReplayBuffer
 from rlkit_td3.vec_env import DummyVecEnv, VecNormalize
 
