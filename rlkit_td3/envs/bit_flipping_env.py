@@ -82,11 +82,11 @@ class BitFlippingEnv(gym.Env):
         self.image_obs_space = bool(image_obs_space)
         self.channel_first = channel_first
         self.render_mode = render_mode
+        self._image_shape = (1, IMAGE_SIDE, IMAGE_SIDE) if channel_first else (IMAGE_SIDE, IMAGE_SIDE, 1)
         if self.discrete_obs_space:
             entry: spaces.Space = spaces.Discrete(2**self.n_bits)
         elif self.image_obs_space:
-            shape = (1, IMAGE_SIDE, IMAGE_SIDE) if channel_first else (IMAGE_SIDE, IMAGE_SIDE, 1)
-            entry = spaces.Box(0, 255, shape, np.uint8)
+            entry = spaces.Box(0, 255, self._image_shape, np.uint8)
         else:
             entry = spaces.Box(0.0, 1.0, (self.n_bits,), np.float32)
         self.observation_space = spaces.Dict({"observation": entry, "achieved_goal": entry, "desired_goal": entry})
@@ -104,7 +104,7 @@ class BitFlippingEnv(gym.Env):
         if self.image_obs_space:
             pixels = np.zeros(IMAGE_SIDE * IMAGE_SIDE, dtype=np.uint8)
             pixels[: self.n_bits] = bits * 255
-            return pixels.reshape(self.observation_space["observation"].shape)
+            return pixels.reshape(self._image_shape)
         return bits.astype(np.float32)
 
     def _decode(self, value: Any) -> np.ndarray:
