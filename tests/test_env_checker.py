@@ -205,7 +205,7 @@ class SampledObsEnv(GoodEnv):
         (spaces.Box(0, 1, shape=(40, 40, 3), dtype=np.uint8), "bounds are not 0 and 255"),
         (spaces.Box(-1.0, 1.0, shape=(3, 2), dtype=np.float32), "neither an image nor a 1D vector"),
         (spaces.Tuple((spaces.Box(-1.0, 1.0, shape=(2,)), spaces.Discrete(3))), "Tuple, which is not supported"),
-        (spaces.Dict({"x": spaces.Dict({"y": spaces.Discrete(2)})}), "nested observation spaces"),
+        (spaces.Dict({"x": spaces.Dict({"y": spaces.Discrete(2)})}), "Nested observation spaces"),
         (spaces.Discrete(3, start=1), "starts at 1"),
     ],
 )

@@ -25,6 +25,8 @@ class DiscreteActionEnv(CounterEnv):
 def test_discrete_action_spaces_rejected(action_space):
     with pytest.raises(TypeError, match="action_space"):
         TD3("MlpPolicy", DiscreteActionEnv(action_space))
+    with pytest.raises(AssertionError, match="TD3 and DDPG do not support discrete action spaces"):  # SB3's type
+        DDPG("MlpPolicy", DiscreteActionEnv(action_space))
 
 
 def test_infinite_action_bounds_rejected():

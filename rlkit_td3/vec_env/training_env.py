@@ -93,15 +93,21 @@ def non_finite_error(
     )
 
 
+class UnsupportedSpaceError(TypeError, AssertionError):
+    """An action space TD3 and DDPG cannot act in: a ``TypeError``, and an ``AssertionError`` as Stable-Baselines3's
+    constructors raise for an unsupported space."""
+
+
 def check_action_space(space: spaces.Space) -> spaces.Box:
     """The algorithms need a floating-point Box action space with at least one element and finite bounds.
 
     Raises:
-        TypeError: not a Box (e.g. Discrete, MultiDiscrete), or a Box of integers or booleans.
+        UnsupportedSpaceError: (a ``TypeError`` and an ``AssertionError``) not a Box (e.g. Discrete, MultiDiscrete).
+        TypeError: a Box of integers or booleans.
         ValueError: no element (a zero in the shape), infinite or NaN bounds, or ``low >= high`` in some dimension.
     """
     if not isinstance(space, spaces.Box):
-        raise TypeError(
+        raise UnsupportedSpaceError(
             f"action_space must be a continuous gymnasium.spaces.Box; got {space!r}. "
             "TD3 and DDPG do not support discrete action spaces"
         )
