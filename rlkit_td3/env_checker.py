@@ -112,7 +112,7 @@ def _warn_about_spaces(env: gym.Env) -> bool:
         members = dict(obs_space.spaces)
         if any(isinstance(space, spaces.Dict) for space in members.values()):
             _warn(
-                "Nested observation spaces (a Dict inside a Dict) are not supported: flatten them to one level of keys"
+                "Nested observation spaces are not supported (a Dict inside a Dict): flatten them to one level of keys"
             )
     inner = list(members.values())
     if isinstance(obs_space, spaces.Tuple):
