@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import gymnasium as gym
@@ -128,6 +129,9 @@ def check_action_space(space: spaces.Space) -> spaces.Box:
 class _ObservationCheck(gym.Wrapper):
     """Raises a clear error when an observation's shape or kind of dtype differs from the observation space.
 
+    It also keeps ``options`` from an env whose ``reset()`` does not take them (Stable-Baselines3 only passes
+    ``seed``): gymnasium's vector envs pass ``options`` to every sub-env.
+
     Without it a wrong shape surfaces later as a broadcasting error deep inside gymnasium or torch. (Float
     widths may differ: many envs return float64 for a float32 space, and the buffer stores float32.)
     """
@@ -139,6 +143,12 @@ class _ObservationCheck(gym.Wrapper):
         self._spaces = dict(space.spaces) if isinstance(space, spaces.Dict) else None
         self._space, self._shape = space, getattr(space, "shape", None)
         self._steps = 0
+        try:
+            parameters = inspect.signature(env.unwrapped.reset).parameters.values()
+        except (TypeError, ValueError):  # no signature to read: pass options as gymnasium does
+            self._reset_takes_options = True
+        else:
+            self._reset_takes_options = any(p.name == "options" or p.kind is p.VAR_KEYWORD for p in parameters)
 
     def _name(self) -> str:
         return self.spec.id if self.spec is not None else type(self.env.unwrapped).__name__
@@ -178,6 +188,8 @@ class _ObservationCheck(gym.Wrapper):
             )
 
     def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
+        if not self._reset_takes_options:
+            kwargs.pop("options", None)  # an env whose reset() has no options parameter works, as in SB3
         obs, info = self.env.reset(**kwargs)
         self._check(obs, "reset()")
         return obs, info
