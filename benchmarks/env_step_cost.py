@@ -33,7 +33,7 @@ RESULTS = Path(__file__).resolve().parent / "results" / "env_step_cost.txt"
 def _make_port(env_id: str) -> gymnasium.Env:
     # Same id, spec and wrappers, only the entry point of pybullet_envs_gymnasium's own class.
     name = env_id.split("-")[0]
-    module = rlkit_td3.envs._PORT_CLASSES[name][0]
+    module = rlkit_td3.envs.bullet._PORT_CLASSES[name][0]
     return gymnasium.make(
         dataclasses.replace(gymnasium.spec(env_id), entry_point=f"pybullet_envs_gymnasium.{module}:{name}")
     )

@@ -77,11 +77,11 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         learning_starts: number of warm-up steps (uniform random actions) before the actor acts and updates
             begin.
         batch_size: transitions per gradient step.
-        tau: Polyak coefficient of the target networks, in (0, 1].
+        tau: Polyak coefficient of the target networks, in [0, 1] (0: the targets never move).
         gamma: discount factor, in [0, 1].
         train_freq: update every ``train_freq`` env steps (calls to ``env.step``), or a tuple
             ``(n, "step")`` / ``(n, "episode")``.
-        gradient_steps: gradient steps after each rollout; -1 means as many as transitions collected.
+        gradient_steps: gradient steps after each rollout; -1 means as many as transitions collected, 0 none.
         action_noise: exploration noise in normalised units. ``"default"`` (the default) is Gaussian with
             σ = 0.1; ``None`` turns exploration noise off.
         replay_buffer_class: a `ReplayBuffer` subclass (default ``ReplayBuffer``, or ``NStepReplayBuffer`` when
@@ -166,16 +166,12 @@ class OffPolicyAlgorithm(BaseAlgorithm):
             None if critic_learning_rate is None else as_schedule(critic_learning_rate, "critic_learning_rate")
         )
         self.buffer_size = _check_int("buffer_size", buffer_size, 1)
-        self.batch_size = _check_int("batch_size", batch_size, 1)
-        if self.buffer_size < self.batch_size:
-            raise ValueError(f"buffer_size must be >= batch_size ({self.batch_size}), got {self.buffer_size}")
+        self.batch_size = _check_int("batch_size", batch_size, 1)  # may exceed buffer_size: drawn with replacement
         self.learning_starts = _check_int("learning_starts", learning_starts, 0)
-        self.tau = _check_float("tau", tau, 0.0, 1.0, low_open=True)
+        self.tau = _check_float("tau", tau, 0.0, 1.0)  # 0: the targets stay as built (SB3 accepts it)
         self.gamma = _check_float("gamma", gamma, 0.0, 1.0)
         self.train_freq = _parse_train_freq(train_freq)
-        self.gradient_steps = _check_int("gradient_steps", gradient_steps, -1)
-        if self.gradient_steps == 0:
-            raise ValueError("gradient_steps must be >= 1, or -1 for as many as collected transitions, got 0")
+        self.gradient_steps = _check_int("gradient_steps", gradient_steps, -1)  # 0: no training (as SB3)
         self.policy_delay = _check_int("policy_delay", policy_delay, 1)
         self.target_policy_noise = _check_float("target_policy_noise", target_policy_noise, 0.0, float("inf"))
         self.target_noise_clip = _check_float("target_noise_clip", target_noise_clip, 0.0, float("inf"))
@@ -387,7 +383,7 @@ class OffPolicyAlgorithm(BaseAlgorithm):
                 if not continue_training:
                     break
                 if self.num_timesteps > self.learning_starts and self.replay_buffer.size() > 0:
-                    gradient_steps = self.gradient_steps if self.gradient_steps > 0 else collected
+                    gradient_steps = self.gradient_steps if self.gradient_steps >= 0 else collected
                     if gradient_steps > 0:
                         self.train(gradient_steps, self.batch_size)
 
@@ -609,7 +605,7 @@ class OffPolicyAlgorithm(BaseAlgorithm):
     # ------------------------------------------------------------------ the update
     def train(self, gradient_steps: int, batch_size: int | None = None) -> None:
         """Run ``gradient_steps`` updates on batches sampled from the current replay buffer."""
-        gradient_steps = _check_int("gradient_steps", gradient_steps, 1)
+        gradient_steps = _check_int("gradient_steps", gradient_steps, 0)
         batch_size = self.batch_size if batch_size is None else _check_int("batch_size", batch_size, 1)
         self._update_learning_rate()
         if isinstance(self.replay_buffer, PrioritizedReplayBuffer):

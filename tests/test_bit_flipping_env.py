@@ -45,8 +45,8 @@ def test_compute_reward_is_vectorised():
     ("kwargs", "name"),
     [
         ({"n_bits": 0}, "n_bits"),
-        ({"continuous": False}, "continuous"),
-        ({"image_obs_space": True}, "image_obs_space"),
+        ({"n_bits": 31, "discrete_obs_space": True}, "n_bits"),
+        ({"image_obs_space": True, "discrete_obs_space": True}, "image_obs_space"),
         ({"max_steps": 0}, "max_steps"),
         ({"render_mode": "rgb_array"}, "render_mode"),
     ],
@@ -71,3 +71,36 @@ def test_td3_with_her_trains_on_it():
     )
     model.learn(120)
     assert model.num_timesteps == 120 and model._n_updates > 0
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"discrete_obs_space": True}, {"image_obs_space": True}, {"image_obs_space": True, "channel_first": False}],
+)
+def test_sb3_observation_encodings_round_trip_through_compute_reward(kwargs):
+    env = BitFlippingEnv(n_bits=5, max_steps=20, **kwargs)
+    check_env(env, skip_render_check=True)
+    obs, _ = env.reset(seed=3)
+    assert env.observation_space.contains(obs)
+    env.state = np.array([1, 0, 1, 1, 1], np.float32)
+    obs, reward, terminated, _, _ = env.step(np.array([-1, 1, -1, -1, -1], np.float32))
+    assert (reward, terminated) == (0.0, True)
+    achieved = np.stack([obs["achieved_goal"], env._encode(np.zeros(5, np.float32))])
+    desired = np.stack([obs["desired_goal"], obs["desired_goal"]])
+    np.testing.assert_array_equal(env.compute_reward(achieved, desired, [{}, {}]), [0.0, -1.0])
+    if kwargs.get("discrete_obs_space"):
+        assert obs["achieved_goal"] == 31  # the bits as one integer, bit i worth 2**i
+        np.testing.assert_array_equal(env.compute_reward(achieved[:, None], desired[:, None], None), [0.0, -1.0])
+    else:
+        assert obs["achieved_goal"].dtype == np.uint8 and obs["achieved_goal"].reshape(-1)[:6].tolist() == [255] * 5 + [
+            0
+        ]
+
+
+def test_discrete_actions_flip_one_bit():
+    env = BitFlippingEnv(n_bits=3, continuous=False)
+    assert env.action_space.n == 3
+    env.reset(seed=0)
+    env.state = np.zeros(3, np.float32)
+    obs, *_ = env.step(1)
+    np.testing.assert_array_equal(obs["observation"], [0, 1, 0])

@@ -110,7 +110,7 @@ def test_import_registers_ids_without_loading_pybullet():
         "assert 'pybullet' not in sys.modules, 'import rlkit_td3 imported pybullet'\n"
         "env = gymnasium.make('HalfCheetahBulletEnv-v0')\n"
         "assert 'pybullet' in sys.modules\n"
-        "assert type(env.unwrapped).__module__ == 'rlkit_td3.envs'\n"
+        "assert type(env.unwrapped).__module__ == 'rlkit_td3.envs.bullet'\n"
         "print('ok')\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

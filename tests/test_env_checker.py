@@ -121,11 +121,15 @@ class NaNObs(GoodEnv):
     ("env_class", "error", "match"),
     [
         (WrongDtype, EnvCheckError, r"dtype float64, which cannot be cast .* float32"),
-        (OutsideSpace, EnvCheckError, r"step\(\) is outside .* 1 entries:\n  obs\[1\] = 11.0 not in \[-10.0, 10.0\]"),
+        (
+            OutsideSpace,
+            EnvCheckError,
+            r"step\(\) is outside .* 1 invalid indices:\n  Expected: -10.0 <= obs\[1\] <= 10.0, actual value: 11.0",
+        ),
         (ResetObsOnly, EnvCheckError, r"reset\(\) must return a tuple \(obs, info\), got ndarray"),
         (OldStepApi, EnvCheckError, r"step\(\) must return five values .* got 4 values .*\(obs, reward, done, info\)"),
-        (NoSeed, TypeError, r"reset\(\) must accept the keyword arguments seed"),
-        (WrongShape, EnvCheckError, r"reset\(\) has shape \(4,\); the observation space has shape \(3,\)"),
+        (NoSeed, TypeError, r"reset\(\) must accept the keyword argument seed"),
+        (WrongShape, EnvCheckError, r"reset\(\) does not have .* shape .*Expected: \(3,\), actual shape: \(4,\)"),
         (ArrayReward, EnvCheckError, r"reward returned by step\(\) must be a float"),
         (NaNObs, EnvCheckError, r"non-finite observation .* at random step 2"),
     ],
@@ -145,20 +149,33 @@ def test_env_check_error_is_an_assertion_error():
 
 @pytest.mark.parametrize(
     "action_space",
-    [spaces.Discrete(3), spaces.MultiDiscrete([2, 3]), spaces.MultiBinary(2), spaces.Dict({"a": spaces.Box(-1, 1)})],
+    [spaces.Discrete(3), spaces.MultiDiscrete([2, 3]), spaces.MultiBinary(2)],
 )
-def test_non_box_action_space_is_an_error(action_space):
+def test_discrete_action_spaces_pass_as_in_sb3(action_space):
+    # SB3's checker accepts them (it has algorithms for them); TD3 and DDPG refuse them when the model is built.
     env = GoodEnv()
     env.action_space = action_space
-    with pytest.raises(EnvCheckError, match=r"TD3 and DDPG output continuous actions"):
-        check_env(env)
+    assert run_check(env) == []
+
+
+def test_dict_action_space_warns():
+    class Env(GoodEnv):
+        def step(self, action):
+            return self._obs(), 0.0, False, False, {}
+
+    env = Env()
+    env.action_space = spaces.Dict({"a": spaces.Box(-1, 1)})
+    assert any("action space is a Dict, which is not supported" in m for m in run_check(env))
 
 
 def test_infinite_action_bounds_are_an_error():
     env = GoodEnv()
     env.action_space = spaces.Box(-np.inf, np.inf, shape=(2,), dtype=np.float32)
+    with pytest.raises(EnvCheckError, match=r"action_space must have finite bounds"):  # after SB3's warning
+        with pytest.warns(UserWarning, match="symmetric and normalised"):
+            check_env(env)
     with pytest.raises(EnvCheckError, match=r"action_space must have finite bounds"):
-        check_env(env)
+        check_env(env, warn=False)
 
 
 def test_unnormalised_actions_warn_once_and_only_with_warn():
@@ -169,42 +186,88 @@ def test_unnormalised_actions_warn_once_and_only_with_warn():
     assert run_check(env, warn=False) == []
 
 
+class SampledObsEnv(GoodEnv):
+    def __init__(self, observation_space):
+        super().__init__()
+        self.observation_space = observation_space
+
+    def reset(self, *, seed=None, options=None):
+        if seed is not None:  # seeded resets must give the same observations
+            self.observation_space.seed(seed)
+        return super().reset(seed=seed, options=options)
+
+    def _obs(self):
+        return self.observation_space.sample()
+
+
 @pytest.mark.parametrize(
     ("observation_space", "expected"),
     [
-        (spaces.Box(-1.0, 1.0, shape=(3,), dtype=np.float64), "dtype float64"),
-        (spaces.Box(0, 255, shape=(40, 40, 3), dtype=np.uint8), "looks like an image"),
-        (spaces.Box(-1.0, 1.0, shape=(3, 2), dtype=np.float32), "neither a 1D vector nor an image"),
-        (spaces.Dict({"x": spaces.Box(-1.0, 1.0, shape=(3,), dtype=np.float32)}), "FlattenObservation"),
-        (spaces.Discrete(4), "FlattenObservation"),
-        (spaces.Tuple((spaces.Box(-1.0, 1.0, shape=(2,)), spaces.Discrete(3))), "FlattenObservation"),
+        (spaces.Box(0, 255, shape=(20, 40, 3), dtype=np.uint8), "smaller than the 36 x 36"),
+        (spaces.Box(0, 1, shape=(40, 40, 3), dtype=np.float32), "looks like an image but has dtype float32"),
+        (spaces.Box(0, 1, shape=(40, 40, 3), dtype=np.uint8), "bounds are not 0 and 255"),
+        (spaces.Box(-1.0, 1.0, shape=(3, 2), dtype=np.float32), "neither an image nor a 1D vector"),
+        (spaces.Tuple((spaces.Box(-1.0, 1.0, shape=(2,)), spaces.Discrete(3))), "Tuple, which is not supported"),
+        (spaces.Dict({"x": spaces.Dict({"y": spaces.Discrete(2)})}), "Nested observation spaces"),
+        (spaces.Discrete(3, start=1), "starts at 1"),
     ],
 )
 def test_observation_space_warnings(observation_space, expected):
-    class Env(GoodEnv):
-        def __init__(self):
-            super().__init__()
-            self.observation_space = observation_space
-
-        def reset(self, *, seed=None, options=None):
-            if seed is not None:  # seeded resets must give the same observations
-                self.observation_space.seed(seed)
-            return super().reset(seed=seed, options=options)
-
-        def _obs(self):
-            return self.observation_space.sample()
-
-    messages = run_check(Env())
+    messages = run_check(SampledObsEnv(observation_space))
     assert any(expected in m for m in messages), messages
-    assert not any(expected in m for m in run_check(Env(), warn=False))
+    assert not any(expected in m for m in run_check(SampledObsEnv(observation_space), warn=False))
 
 
-def test_infinite_observation_bounds_warn_through_gymnasium():
-    env = GoodEnv()
-    env.observation_space = spaces.Box(-np.inf, np.inf, shape=(3,), dtype=np.float32)
-    messages = run_check(env)
-    assert any("infinity" in m for m in messages), messages
-    assert run_check(env, warn=False) == []
+@pytest.mark.parametrize(
+    "observation_space",
+    [
+        spaces.Dict({"x": spaces.Box(-1.0, 1.0, shape=(3,), dtype=np.float32)}),  # MultiInputPolicy serves Dicts
+        spaces.Box(-1.0, 1.0, shape=(3,), dtype=np.float64),
+        spaces.Box(0, 255, shape=(40, 40, 3), dtype=np.uint8),
+        spaces.Discrete(4),
+        spaces.Box(-np.inf, np.inf, shape=(3,), dtype=np.float32),
+    ],
+)
+def test_spaces_sb3_accepts_give_no_warning(observation_space):
+    # Before, every Dict got "flatten it", float64 and image spaces got advice, and gymnasium's checker warned
+    # about infinite bounds; SB3's checker gives none of these warnings.
+    assert run_check(SampledObsEnv(observation_space)) == []
+
+
+def test_our_goal_env_passes_silently():
+    from rlkit_td3.envs import BitFlippingEnv
+
+    assert run_check(BitFlippingEnv(n_bits=4)) == []
+
+
+class UnseededEnv(GoodEnv):
+    """Draws from its own generator, never seeded by reset(seed=...); reset() takes no options."""
+
+    def __init__(self):
+        super().__init__()
+        self.rng = np.random.default_rng()
+
+    def reset(self, seed=None):  # type: ignore[override]
+        self.t = 0
+        return self._obs(), {}
+
+    def _obs(self):
+        return self.rng.uniform(-1.0, 1.0, size=3).astype(np.float32)
+
+
+def test_env_not_seeding_through_super_reset_passes_with_a_warning():
+    messages = run_check(UnseededEnv())
+    assert len(messages) == 1 and "gymnasium's env checker failed" in messages[0], messages
+    assert run_check(UnseededEnv(), warn=False) == []
+
+
+def test_goal_env_with_a_missing_key_is_an_error():
+    from rlkit_td3.envs import BitFlippingEnv
+
+    env = BitFlippingEnv(n_bits=4)
+    del env.observation_space.spaces["observation"]
+    with pytest.raises(EnvCheckError, match="at least 3 keys"):
+        check_env(env)
 
 
 def test_missing_render_modes_warn_with_render_check():

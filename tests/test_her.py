@@ -364,7 +364,8 @@ def test_her_closes_an_episode_the_env_left_without_ending_it():
     assert buffer.n_sampleable() == 3
     _, _, ident = _decode(buffer.sample(200))
     assert set(ident[:, 1].tolist()) == {0}  # (the +0.1 truncates away)
-    buffer.truncate_last_trajectory()
+    with pytest.warns(UserWarning, match="last trajectory"):
+        buffer.truncate_last_trajectory()
     assert buffer.n_sampleable() == 4
 
 

@@ -35,7 +35,12 @@ SB3_IMPORTS = [
     ("rlkit_td3.her", ["HerReplayBuffer", "GoalSelectionStrategy"]),
     ("rlkit_td3.policies", ["MlpPolicy", "CnnPolicy", "MultiInputPolicy"]),
     ("rlkit_td3.policies", ["BasePolicy"]),
-    ("rlkit_td3.envs", ["BitFlippingEnv"]),
+    ("rlkit_td3.envs", ["BitFlippingEnv", "IdentityEnv", "IdentityEnvBox", "FakeImageEnv", "SimpleMultiObsEnv"]),
+    ("rlkit_td3.envs", ["IdentityEnvMultiBinary", "IdentityEnvMultiDiscrete"]),
+    ("rlkit_td3.envs.bit_flipping_env", ["BitFlippingEnv"]),
+    ("rlkit_td3.envs.identity_env", ["IdentityEnv", "IdentityEnvBox", "FakeImageEnv"]),
+    ("rlkit_td3.envs.multi_input_envs", ["SimpleMultiObsEnv"]),
+    ("rlkit_td3.buffers", ["NStepReplayBuffer"]),
     ("rlkit_td3.base_class", ["BaseAlgorithm"]),
     ("rlkit_td3.off_policy_algorithm", ["OffPolicyAlgorithm"]),
 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 import pytest
+import torch
 from gymnasium import spaces
 
 from rlkit_td3 import DDPG, TD3, OffPolicyAlgorithm
@@ -25,6 +26,8 @@ class DiscreteActionEnv(CounterEnv):
 def test_discrete_action_spaces_rejected(action_space):
     with pytest.raises(TypeError, match="action_space"):
         TD3("MlpPolicy", DiscreteActionEnv(action_space))
+    with pytest.raises(AssertionError, match="TD3 and DDPG do not support discrete action spaces"):  # SB3's type
+        DDPG("MlpPolicy", DiscreteActionEnv(action_space))
 
 
 def test_infinite_action_bounds_rejected():
@@ -37,18 +40,15 @@ def test_infinite_action_bounds_rejected():
 @pytest.mark.parametrize(
     ("kwargs", "name"),
     [
-        ({"tau": 0.0}, "tau"),
         ({"tau": 1.5}, "tau"),
         ({"tau": -0.1}, "tau"),
         ({"gamma": -0.01}, "gamma"),
         ({"gamma": 1.01}, "gamma"),
         ({"batch_size": 0}, "batch_size"),
         ({"batch_size": -5}, "batch_size"),
-        ({"buffer_size": 100, "batch_size": 256}, "buffer_size"),
         ({"learning_starts": -1}, "learning_starts"),
         ({"learning_rate": -1e-3}, "learning_rate"),
         ({"train_freq": (1, "hour")}, "train_freq"),
-        ({"gradient_steps": 0}, "gradient_steps"),
     ],
 )
 def test_hyperparameters_out_of_range(kwargs, name):
@@ -279,3 +279,15 @@ def test_space_mismatch_messages_name_the_users_env():
     env.observation_space = spaces.Discrete(3)
     with pytest.raises(TypeError, match=r"^CounterEnv: observation_space must be a gymnasium.spaces.Box"):
         TD3("MlpPolicy", env)
+
+
+def test_tau_zero_keeps_the_targets_and_gradient_steps_zero_does_not_train():
+    # SB3 accepts both: tau=0 never moves the target networks, gradient_steps=0 collects without updating.
+    model = TD3("MlpPolicy", "Pendulum-v1", tau=0.0, learning_starts=10, seed=0, policy_kwargs={"net_arch": [8]})
+    before = [p.detach().clone() for p in model.policy.actor_target.parameters()]
+    model.learn(30)
+    assert model._n_updates > 0
+    assert all(torch.equal(a, b) for a, b in zip(before, model.policy.actor_target.parameters()))
+    idle = DDPG("MlpPolicy", "Pendulum-v1", gradient_steps=0, learning_starts=10, policy_kwargs={"net_arch": [8]})
+    idle.learn(30)
+    assert idle._n_updates == 0 and idle.num_timesteps == 30

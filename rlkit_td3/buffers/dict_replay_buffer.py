@@ -16,15 +16,16 @@ import io
 import json
 import os
 import zipfile
-from typing import IO, NamedTuple
+from typing import IO, Any, NamedTuple
 
 import numpy as np
 import torch
 from gymnasium import spaces
 
-from rlkit_td3.buffers.replay_buffer import ReplayBuffer
+from rlkit_td3.buffers.replay_buffer import ReplayBuffer, normalize_samples, sb3_episode_flags
 from rlkit_td3.file_checks import MAX_BUFFER_META_BYTES, check_buffer_meta, check_dict_obs_dtypes, read_npy_member
 from rlkit_td3.serialization import ModelFileError, atomic_write
+from rlkit_td3.utils import get_device
 
 
 class DictReplayBufferSamples(NamedTuple):
@@ -37,6 +38,11 @@ class DictReplayBufferSamples(NamedTuple):
     rewards: torch.Tensor
     terminated: torch.Tensor
     truncated: torch.Tensor
+
+    @property
+    def dones(self) -> torch.Tensor:
+        """SB3's ``dones`` of a sample: 1 where the transition terminated (a time-limit truncation is 0)."""
+        return self.terminated
 
 
 def check_dict_space(observation_space: spaces.Space) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
@@ -111,7 +117,7 @@ class DictReplayBuffer(ReplayBuffer):
         if not isinstance(action_space, spaces.Box):
             raise TypeError(f"action_space must be a gymnasium.spaces.Box, got {action_space!r}")
         self.action_dim = int(np.prod(action_space.shape))
-        self.device = torch.device(device)
+        self.device = get_device(device)
         self.optimize_memory_usage = False
         self.pos = 0
         self.full = False
@@ -183,7 +189,7 @@ class DictReplayBuffer(ReplayBuffer):
         action: np.ndarray,
         reward: np.ndarray,
         terminated: np.ndarray,
-        truncated: np.ndarray,
+        truncated: np.ndarray | list[dict[str, Any]],
         env_indices: np.ndarray | None = None,
     ) -> None:
         """Store ``k`` transitions (``1 <= k <= n_envs``); ``obs`` and ``next_obs`` map each key to a
@@ -191,10 +197,13 @@ class DictReplayBuffer(ReplayBuffer):
 
         ``next_obs`` must be the true next observation (the final observation of an episode that ended).
         ``env_indices`` (which env each row comes from) is accepted for `ReplayBuffer`'s interface and unused.
+        Stable-Baselines3's ``add(obs, next_obs, action, reward, done, infos)`` is understood as in `ReplayBuffer`.
         """
         k = len(reward)
         if k == 0:
             return
+        if isinstance(truncated, (list, tuple, dict)):
+            terminated, truncated = sb3_episode_flags(terminated, truncated, k)
         if k > self.n_envs:
             raise ValueError(f"add() got {k} transitions but the buffer was built for n_envs={self.n_envs}")
         end = self.pos + k
@@ -207,12 +216,15 @@ class DictReplayBuffer(ReplayBuffer):
             self.full = True
         self.pos = end % self.buffer_size
 
-    def sample(self, batch_size: int) -> DictReplayBufferSamples:  # type: ignore[override]
-        """Draw ``batch_size`` transitions uniformly, with replacement.
+    def sample(self, batch_size: int, env: Any = None) -> DictReplayBufferSamples:  # type: ignore[override]
+        """Draw ``batch_size`` transitions uniformly, with replacement; ``env`` (a `VecNormalize`) normalises
+        the batch as in `ReplayBuffer.sample`.
 
         Raises:
             ValueError: the buffer is empty or ``batch_size`` is not positive.
         """
+        if env is not None:
+            return normalize_samples(self.sample(batch_size), env)
         size = self.size()
         if size == 0:
             raise ValueError("cannot sample from an empty replay buffer")

@@ -45,6 +45,11 @@ class NStepReplayBufferSamples(NamedTuple):
     truncated: torch.Tensor
     discounts: torch.Tensor
 
+    @property
+    def dones(self) -> torch.Tensor:
+        """SB3's ``dones`` of a sample: 1 where the window's last transition terminated."""
+        return self.terminated
+
 
 def _check_n_steps(n_steps: object) -> int:
     if isinstance(n_steps, (bool, np.bool_)) or not isinstance(n_steps, (int, np.integer)) or n_steps < 1:
@@ -125,10 +130,11 @@ class NStepReplayBuffer(ReplayBuffer):
         action: np.ndarray,
         reward: np.ndarray,
         terminated: np.ndarray,
-        truncated: np.ndarray,
+        truncated: np.ndarray | list[dict],
         env_indices: np.ndarray | None = None,
     ) -> None:
-        """Store ``k`` transitions like `ReplayBuffer.add` and link each to its env's previous transition.
+        """Store ``k`` transitions like `ReplayBuffer.add` (SB3's ``done, infos`` too) and link each to its env's
+        previous transition.
 
         A link is made when the previous transition neither terminated nor was truncated, is still stored, and
         its next observation is this transition's observation.

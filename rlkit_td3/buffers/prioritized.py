@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import json
 import zipfile
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
 from gymnasium import spaces
 
 from rlkit_td3.buffers.n_step import NStepReplayBuffer
+from rlkit_td3.buffers.replay_buffer import normalize_samples
 from rlkit_td3.file_checks import MAX_BUFFER_META_BYTES, read_npy_member
 from rlkit_td3.serialization import ModelFileError
 
@@ -48,6 +49,11 @@ class PrioritizedReplayBufferSamples(NamedTuple):
     discounts: torch.Tensor
     weights: torch.Tensor | None
     indices: np.ndarray
+
+    @property
+    def dones(self) -> torch.Tensor:
+        """SB3's ``dones`` of a sample: 1 where the window's last transition terminated."""
+        return self.terminated
 
 
 class SumTree:
@@ -199,10 +205,11 @@ class PrioritizedReplayBuffer(NStepReplayBuffer):
         action: np.ndarray,
         reward: np.ndarray,
         terminated: np.ndarray,
-        truncated: np.ndarray,
+        truncated: np.ndarray | list[dict],
         env_indices: np.ndarray | None = None,
     ) -> None:
-        """Store transitions like `ReplayBuffer.add`; each new one gets the largest priority seen so far."""
+        """Store transitions like `ReplayBuffer.add` (SB3's ``done, infos`` too); each new one gets the largest
+        priority seen so far."""
         k = len(reward)
         if k == 0 or k > self.n_envs:
             super().add(obs, next_obs, action, reward, terminated, truncated, env_indices)
@@ -214,12 +221,15 @@ class PrioritizedReplayBuffer(NStepReplayBuffer):
         # (memory-optimized layout: the rows after the new ones now hold next observations, not transitions)
         self.tree.update(overwritten[::-1], values[::-1])
 
-    def sample(self, batch_size: int) -> PrioritizedReplayBufferSamples:
-        """Draw ``batch_size`` transitions with probability proportional to priority (stratified).
+    def sample(self, batch_size: int, env: Any = None) -> PrioritizedReplayBufferSamples:
+        """Draw ``batch_size`` transitions with probability proportional to priority (stratified); ``env`` (a
+        `VecNormalize`) normalises the batch as in `ReplayBuffer.sample`.
 
         With ``alpha=0`` (PER) every priority is 1 and the draw is the uniform buffer's, from the same generator,
         with importance weights of 1: training then equals training with the uniform buffer bit for bit.
         """
+        if env is not None:
+            return normalize_samples(self.sample(batch_size), env)
         size = self.size()
         if size == 0:
             raise ValueError("cannot sample from an empty replay buffer")

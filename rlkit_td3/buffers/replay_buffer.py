@@ -23,7 +23,7 @@ import io
 import json
 import os
 import zipfile
-from typing import IO, NamedTuple
+from typing import IO, Any, NamedTuple
 
 import numpy as np
 import torch
@@ -37,10 +37,14 @@ from rlkit_td3.file_checks import (
 )
 from rlkit_td3.preprocessing import is_image_space
 from rlkit_td3.serialization import ModelFileError, atomic_write
+from rlkit_td3.utils import get_device
 
 
 class ReplayBufferSamples(NamedTuple):
-    """A batch of transitions as tensors on the buffer's device (rewards and flags have shape ``(B,)``)."""
+    """A batch of transitions as tensors on the buffer's device (rewards and flags have shape ``(B,)``).
+
+    ``dones`` (Stable-Baselines3's name) is ``terminated``: the flag that stops the bootstrap.
+    """
 
     observations: torch.Tensor
     actions: torch.Tensor
@@ -48,6 +52,60 @@ class ReplayBufferSamples(NamedTuple):
     rewards: torch.Tensor
     terminated: torch.Tensor
     truncated: torch.Tensor
+
+    @property
+    def dones(self) -> torch.Tensor:
+        """SB3's ``dones`` of a sample: 1 where the transition terminated (a time-limit truncation is 0)."""
+        return self.terminated
+
+
+def sb3_episode_flags(done: Any, infos: Any, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(terminated, truncated)`` from Stable-Baselines3's ``add(..., done, infos)`` arguments.
+
+    ``infos`` is one info dict per row; ``infos[i]["TimeLimit.truncated"]`` marks a time-limit truncation
+    (SB3's VecEnvs set it on the step that ends an episode by its time limit; SB3's buffer stores it as
+    ``timeouts`` whatever ``done`` says), any other ``done`` is a termination.
+
+    Raises:
+        TypeError: ``infos`` is a dict (a gymnasium vector env's infos) or mixes dicts and flags.
+        ValueError: ``infos`` does not hold one dict per row.
+    """
+    if isinstance(infos, dict):
+        raise TypeError(
+            "add() got a dict as its 6th argument: pass truncated flags (terminated, truncated), or "
+            "Stable-Baselines3's (done, infos) with infos a list of one info dict per env"
+        )
+    if not all(isinstance(info, dict) for info in infos):
+        if any(isinstance(info, dict) for info in infos):
+            raise TypeError(f"infos must be a list of {k} dicts (SB3's add(..., done, infos)), got {infos!r}")
+        return np.asarray(done).reshape(k).astype(bool), np.asarray(infos).reshape(k).astype(bool)
+    if len(infos) != k:
+        raise ValueError(f"infos must hold one dict per transition ({k}), got {len(infos)}")
+    done = np.asarray(done).reshape(k).astype(bool)
+    timeout = np.array([bool(info.get("TimeLimit.truncated", False)) for info in infos], dtype=bool)
+    return done & ~timeout, timeout
+
+
+def normalize_samples(samples: Any, env: Any) -> Any:
+    """``samples`` with observations and rewards passed through ``env.normalize_obs`` / ``env.normalize_reward``
+    (a `VecNormalize`), as Stable-Baselines3's ``sample(batch_size, env)`` does; unchanged for ``env=None``."""
+    if env is None:
+        return samples
+
+    def tensor(array: Any, like: torch.Tensor) -> torch.Tensor:
+        return torch.as_tensor(np.asarray(array, dtype=np.float32)).to(like.device)
+
+    def obs(value: Any) -> Any:
+        if isinstance(value, dict):
+            normalized = env.normalize_obs({key: item.cpu().numpy() for key, item in value.items()})
+            return {key: tensor(normalized[key], value[key]) for key in value}
+        return tensor(env.normalize_obs(value.cpu().numpy()), value)
+
+    return samples._replace(
+        observations=obs(samples.observations),
+        next_observations=obs(samples.next_observations),
+        rewards=tensor(env.normalize_reward(samples.rewards.cpu().numpy()), samples.rewards),
+    )
 
 
 def _flat_box_dim(space: spaces.Space, name: str) -> tuple[int, ...]:
@@ -63,11 +121,14 @@ class ReplayBuffer:
         buffer_size: capacity in transitions (over all envs together).
         observation_space: Box space of one env's observations.
         action_space: Box space of one env's actions (stored normalised to [-1, 1]).
-        device: where sampled batches are put.
+        device: where sampled batches are put (``"auto"``: CUDA when available).
         n_envs: the number of envs feeding the buffer; ``add`` accepts up to this many rows.
         seed: seed of the buffer's own sampling generator.
         optimize_memory_usage: store each observation once (no ``next_observations`` array); about half the
             memory for observation-dominated data. Sampled batches are the same transitions.
+
+    ``add`` also takes Stable-Baselines3's arguments, ``add(obs, next_obs, action, reward, done, infos)``
+    (see `sb3_episode_flags`), and ``sample(batch_size, env)`` normalises with a `VecNormalize` as SB3 does.
     """
 
     def __init__(
@@ -90,7 +151,7 @@ class ReplayBuffer:
         self.action_space = action_space
         self.obs_shape = _flat_box_dim(observation_space, "observation_space")
         self.action_dim = int(np.prod(_flat_box_dim(action_space, "action_space")))
-        self.device = torch.device(device)
+        self.device = get_device(device)
         self.n_envs = n_envs
         if not isinstance(optimize_memory_usage, (bool, np.bool_)):
             raise TypeError(f"optimize_memory_usage must be a bool, got {optimize_memory_usage!r}")
@@ -157,6 +218,30 @@ class ReplayBuffer:
         }
         return {name: array for name, array in arrays.items() if array is not None}
 
+    def _per_env(self, flat: np.ndarray) -> np.ndarray:
+        """A row-indexed array as Stable-Baselines3 lays it out, ``[step, env]`` (``buffer_size // n_envs``
+        steps); with ``n_envs=1``, ``[row, 0]``."""
+        if self.optimize_memory_usage:
+            return flat.reshape(self.n_envs, -1).T
+        rows = len(flat) // self.n_envs * self.n_envs
+        return flat[:rows].reshape(-1, self.n_envs)
+
+    @property
+    def dones(self) -> np.ndarray:
+        """SB3's stored ``dones`` (episode ended, either way) as a read-only ``[step, env]`` array: a copy of
+        ``terminated | truncated``; write to ``terminated`` / ``truncated`` instead."""
+        dones = self._per_env(self.terminated | self.truncated)
+        dones.flags.writeable = False
+        return dones
+
+    @property
+    def timeouts(self) -> np.ndarray:
+        """SB3's stored ``timeouts`` (episode cut by a time limit) as a read-only ``[step, env]`` copy of
+        ``truncated``."""
+        timeouts = self._per_env(self.truncated.copy())
+        timeouts.flags.writeable = False
+        return timeouts
+
     def seed(self, seed: int | None) -> None:
         """Re-seed the sampling generator."""
         self._rng = np.random.default_rng(seed)
@@ -169,7 +254,7 @@ class ReplayBuffer:
         action: np.ndarray,
         reward: np.ndarray,
         terminated: np.ndarray,
-        truncated: np.ndarray,
+        truncated: np.ndarray | list[dict[str, Any]],
         env_indices: np.ndarray | None = None,
     ) -> None:
         """Store ``k`` transitions (``1 <= k <= n_envs``), each argument with leading dimension ``k``.
@@ -178,10 +263,16 @@ class ReplayBuffer:
         observation for an episode that ended, never the first observation of the next episode).
         ``env_indices`` says which env each row comes from (default ``0 .. k-1``); only the
         memory-optimized layout uses it.
+
+        Stable-Baselines3's call ``add(obs, next_obs, action, reward, done, infos)`` is understood too: when
+        the 6th argument is a list of info dicts, ``done`` is split by ``infos[i]["TimeLimit.truncated"]``
+        (`sb3_episode_flags`).
         """
         k = len(reward)
         if k == 0:
             return
+        if isinstance(truncated, (list, tuple, dict)):
+            terminated, truncated = sb3_episode_flags(terminated, truncated, k)
         if k > self.n_envs:
             raise ValueError(f"add() got {k} transitions but the buffer was built for n_envs={self.n_envs}")
         if self.optimize_memory_usage:
@@ -247,12 +338,18 @@ class ReplayBuffer:
             self._env_pos[env] = (pos + 1) % slots
         self.full = bool(self._env_full.all())
 
-    def sample(self, batch_size: int) -> ReplayBufferSamples:
-        """Draw ``batch_size`` transitions uniformly, with replacement.
+    def sample(self, batch_size: int, env: Any = None) -> ReplayBufferSamples:
+        """Draw ``batch_size`` transitions uniformly, with replacement (``batch_size`` may exceed the number
+        stored, as in Stable-Baselines3).
+
+        ``env``: a `VecNormalize` whose ``normalize_obs`` / ``normalize_reward`` are applied to the batch
+        (SB3's signature); ``None`` returns the stored values.
 
         Raises:
             ValueError: the buffer is empty or ``batch_size`` is not positive.
         """
+        if env is not None:
+            return normalize_samples(self.sample(batch_size), env)
         size = self.size()
         if size == 0:
             raise ValueError("cannot sample from an empty replay buffer")

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import copy
 import json
+import warnings
 import zipfile
 from collections.abc import Callable
 from typing import Any
@@ -35,6 +36,7 @@ from gymnasium import spaces
 from gymnasium.vector import VectorEnv
 
 from rlkit_td3.buffers.dict_replay_buffer import DictReplayBuffer, DictReplayBufferSamples
+from rlkit_td3.buffers.replay_buffer import normalize_samples, sb3_episode_flags
 from rlkit_td3.file_checks import check_her_episodes, check_her_state, read_npy_member
 from rlkit_td3.her.goal_selection_strategy import GoalSelectionStrategy, goal_selection_strategy
 from rlkit_td3.serialization import ModelFileError
@@ -146,6 +148,10 @@ class HerReplayBuffer(DictReplayBuffer):
     def _n_rows(self) -> int:
         return self.buffer_size // self.n_envs * self.n_envs
 
+    def _per_env(self, flat: np.ndarray) -> np.ndarray:
+        # each env has its own ring of n_slots rows: row = env * n_slots + slot
+        return flat.reshape(self.n_envs, self.n_slots).T
+
     def set_env(self, env: Any) -> None:
         """Give the buffer the env whose ``compute_reward`` it calls (after loading a model without env).
 
@@ -179,18 +185,24 @@ class HerReplayBuffer(DictReplayBuffer):
         action: np.ndarray,
         reward: np.ndarray,
         terminated: np.ndarray,
-        truncated: np.ndarray,
+        truncated: np.ndarray | list[dict[str, Any]],
         env_indices: np.ndarray | None = None,
         infos: list[dict[str, Any]] | None = None,
     ) -> None:
         """Store ``k`` transitions, one per env in ``env_indices`` (default ``0 .. k-1``), and close the
         episodes that end with them (``terminated | truncated``).
 
-        ``infos`` (one dict per row) is stored only with ``copy_info_dict=True``.
+        ``infos`` (one dict per row) is stored only with ``copy_info_dict=True``. Stable-Baselines3's call
+        ``add(obs, next_obs, action, reward, done, infos)`` is understood as in `ReplayBuffer.add` (and its
+        infos are the ones stored).
         """
         k = len(reward)
         if k == 0:
             return
+        if isinstance(truncated, (list, tuple, dict)):
+            if infos is None and isinstance(truncated, (list, tuple)) and any(isinstance(i, dict) for i in truncated):
+                infos = list(truncated)
+            terminated, truncated = sb3_episode_flags(terminated, truncated, k)
         if k > self.n_envs:
             raise ValueError(f"add() got {k} transitions but the buffer was built for n_envs={self.n_envs}")
         envs = list(range(k)) if env_indices is None else np.asarray(env_indices, dtype=np.int64).reshape(k).tolist()
@@ -272,19 +284,35 @@ class HerReplayBuffer(DictReplayBuffer):
     def truncate_last_trajectory(self) -> None:
         """Close every running episode where it stands (Stable-Baselines3's method of the same name), e.g.
         after loading a buffer whose envs will start fresh episodes. Not needed by ``learn()``: an env whose
-        next observation does not continue its episode closes it on its own."""
+        next observation does not continue its episode closes it on its own.
+
+        As in SB3, the last transition of each episode so closed is marked ``truncated`` (the bootstrap goes on
+        through it) and a ``UserWarning`` says so.
+        """
+        running = [env for env in range(self.n_envs) if self._current_ep_length[env] > 0]
+        if running:
+            warnings.warn(
+                "The last trajectory in the replay buffer will be truncated: the last transition of each "
+                f"running episode (envs {running}) is marked truncated and its episode can be sampled",
+                UserWarning,
+                stacklevel=2,
+            )
+        for env in running:
+            self.truncated[env * self.n_slots + (int(self._env_pos[env]) - 1) % self.n_slots] = True
         for env in range(self.n_envs):
             self._close_episode(env)
 
     # ------------------------------------------------------------------ sample
-    def sample(self, batch_size: int) -> DictReplayBufferSamples:  # type: ignore[override]
+    def sample(self, batch_size: int, env: Any = None) -> DictReplayBufferSamples:  # type: ignore[override]
         """Draw ``batch_size`` transitions uniformly among those of ended episodes; relabel each with
-        probability `her_ratio`.
+        probability `her_ratio`. ``env`` (a `VecNormalize`) normalises the batch as in `ReplayBuffer.sample`.
 
         Raises:
             ValueError: ``batch_size`` is not positive, or no episode has ended yet (choose ``learning_starts``
                 larger than an episode's length).
         """
+        if env is not None:
+            return normalize_samples(self.sample(batch_size), env)
         if batch_size < 1:
             raise ValueError(f"batch_size must be positive, got {batch_size!r}")
         valid = self._sampleable_rows()

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import gymnasium as gym
@@ -93,15 +94,21 @@ def non_finite_error(
     )
 
 
+class UnsupportedSpaceError(TypeError, AssertionError):
+    """An action space TD3 and DDPG cannot act in: a ``TypeError``, and an ``AssertionError`` as Stable-Baselines3's
+    constructors raise for an unsupported space."""
+
+
 def check_action_space(space: spaces.Space) -> spaces.Box:
     """The algorithms need a floating-point Box action space with at least one element and finite bounds.
 
     Raises:
-        TypeError: not a Box (e.g. Discrete, MultiDiscrete), or a Box of integers or booleans.
+        UnsupportedSpaceError: (a ``TypeError`` and an ``AssertionError``) not a Box (e.g. Discrete, MultiDiscrete).
+        TypeError: a Box of integers or booleans.
         ValueError: no element (a zero in the shape), infinite or NaN bounds, or ``low >= high`` in some dimension.
     """
     if not isinstance(space, spaces.Box):
-        raise TypeError(
+        raise UnsupportedSpaceError(
             f"action_space must be a continuous gymnasium.spaces.Box; got {space!r}. "
             "TD3 and DDPG do not support discrete action spaces"
         )
@@ -122,6 +129,9 @@ def check_action_space(space: spaces.Space) -> spaces.Box:
 class _ObservationCheck(gym.Wrapper):
     """Raises a clear error when an observation's shape or kind of dtype differs from the observation space.
 
+    It also keeps ``options`` from an env whose ``reset()`` does not take them (Stable-Baselines3 only passes
+    ``seed``): gymnasium's vector envs pass ``options`` to every sub-env.
+
     Without it a wrong shape surfaces later as a broadcasting error deep inside gymnasium or torch. (Float
     widths may differ: many envs return float64 for a float32 space, and the buffer stores float32.)
     """
@@ -133,6 +143,12 @@ class _ObservationCheck(gym.Wrapper):
         self._spaces = dict(space.spaces) if isinstance(space, spaces.Dict) else None
         self._space, self._shape = space, getattr(space, "shape", None)
         self._steps = 0
+        try:
+            parameters = inspect.signature(env.unwrapped.reset).parameters.values()
+        except (TypeError, ValueError):  # no signature to read: pass options as gymnasium does
+            self._reset_takes_options = True
+        else:
+            self._reset_takes_options = any(p.name == "options" or p.kind is p.VAR_KEYWORD for p in parameters)
 
     def _name(self) -> str:
         return self.spec.id if self.spec is not None else type(self.env.unwrapped).__name__
@@ -172,6 +188,8 @@ class _ObservationCheck(gym.Wrapper):
             )
 
     def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
+        if not self._reset_takes_options:
+            kwargs.pop("options", None)  # an env whose reset() has no options parameter works, as in SB3
         obs, info = self.env.reset(**kwargs)
         self._check(obs, "reset()")
         return obs, info

@@ -35,7 +35,7 @@ class ReachTarget(gym.Env):
 
 
 env = ReachTarget()
-check_env(env)  # raises if the env breaks gymnasium's API or cannot be used by TD3
+check_env(env)  # raises if the env breaks gymnasium's API (as SB3's checker judges it)
 
 model = TD3("MlpPolicy", env, learning_starts=100, policy_kwargs=dict(net_arch=[32, 32]), seed=0, verbose=0)
 model.learn(total_timesteps=200)

@@ -1,4 +1,4 @@
-"""PyBullet robots on gymnasium.
+"""PyBullet robots on gymnasium (`rlkit_td3.envs.bullet`; `rlkit_td3.envs` re-exports its public names).
 
 Importing `rlkit_td3` imports this module. It registers the PyBullet ids (``HalfCheetahBulletEnv-v0``,
 ``AntBulletEnv-v0``, ...) with gymnasium: `pybullet_envs_gymnasium` registers them, and the nine ids in
@@ -47,8 +47,6 @@ import gymnasium
 import numpy as np
 import pybullet_envs_gymnasium  # noqa: F401  (registers the Bullet ids with gymnasium)
 from gymnasium.envs.registration import registry
-
-from rlkit_td3.bit_flipping_env import BitFlippingEnv as BitFlippingEnv  # SB3's common.envs name, for HER
 
 BULLET_ENV_IDS: tuple[str, ...] = (
     "InvertedPendulumBulletEnv-v0",
@@ -241,7 +239,7 @@ def _env_class(name: str) -> type:
     base = getattr(importlib.import_module(f"pybullet_envs_gymnasium.{module_name}"), name)
     doc = (
         f"``{name}`` of `pybullet_envs_gymnasium`, with a DIRECT physics client, float64 actions and a "
-        "BLAS-free target distance (see `rlkit_td3.envs`)."
+        "BLAS-free target distance (see `rlkit_td3.envs.bullet`)."
     )
     attrs = {"__module__": __name__, "__qualname__": name, "__doc__": doc, "_robot_fix": fix}
     return type(name, (_BulletEnvMixin, base), attrs)
