@@ -367,7 +367,10 @@ class BaseAlgorithm:
 
         Raises:
             ValueError: an unknown name, a missing name or key (with ``exact_match``), an unexpected policy
-                key, or a tensor whose shape differs from the model's; the message names them.
+                key, or a state that fails the checks a model file gets (a tensor whose shape or dtype differs
+                from the model's, non-finite values, optimizer moments or switches such as ``amsgrad`` other
+                than the model's optimizer keeps); the message names them. The model copies what it loads: it
+                never shares tensors with the dict passed in.
             TypeError: ``load_path_or_dict`` is neither a dict nor a path.
             ModelFileError: (a ``ValueError``) the file is not a readable model file.
         """
