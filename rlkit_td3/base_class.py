@@ -20,6 +20,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 
 from rlkit_td3 import checkpoint, sb3_import
 from rlkit_td3.buffers.dict_replay_buffer import check_dict_space
+from rlkit_td3.checks import check_bool
 from rlkit_td3.dict_obs import dict_obs_batch, obs_len
 from rlkit_td3.her import HerReplayBuffer
 from rlkit_td3.logger import Logger, configure
@@ -285,6 +286,7 @@ class BaseAlgorithm:
             TypeError: ``observation`` is the ``(obs, info)`` tuple returned by ``env.reset()``.
             ValueError: the observation's shape matches neither one observation nor a batch.
         """
+        deterministic = check_bool("deterministic", deterministic)
         if isinstance(observation, tuple) and len(observation) == 2 and isinstance(observation[1], dict):
             raise TypeError(
                 "observation is an (obs, info) tuple: pass only the observation, e.g. obs, info = env.reset()"
@@ -374,7 +376,7 @@ class BaseAlgorithm:
             TypeError: ``load_path_or_dict`` is neither a dict nor a path.
             ModelFileError: (a ``ValueError``) the file is not a readable model file.
         """
-        checkpoint.set_parameters(self, load_path_or_dict, exact_match, device)
+        checkpoint.set_parameters(self, load_path_or_dict, check_bool("exact_match", exact_match), device)
 
     def save_replay_buffer(self, path: str | os.PathLike[str]) -> None:
         """Write the filled part of the replay buffer to ``path`` (``.npz``, atomic, no pickle)."""
@@ -406,7 +408,7 @@ class BaseAlgorithm:
             ValueError: ``include_buffer=True`` while training on a vector env with same-step autoreset, whose
                 runs no checkpoint can resume exactly (see the "What exact resume covers" docs section).
         """
-        checkpoint.save(self, path, include_buffer)
+        checkpoint.save(self, path, check_bool("include_buffer", include_buffer))
 
     @classmethod
     def load(

@@ -19,6 +19,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from rlkit_td3.checks import check_bool
+
 
 class BitFlippingEnv(gym.Env):
     """Flip ``n_bits`` bits until they are all ones; a goal env with ``compute_reward`` for HER.
@@ -50,6 +52,9 @@ class BitFlippingEnv(gym.Env):
     ) -> None:
         if isinstance(n_bits, bool) or not isinstance(n_bits, (int, np.integer)) or n_bits < 1:
             raise ValueError(f"n_bits must be a positive int, got {n_bits!r}")
+        continuous, channel_first = check_bool("continuous", continuous), check_bool("channel_first", channel_first)
+        discrete_obs_space = check_bool("discrete_obs_space", discrete_obs_space)
+        image_obs_space = check_bool("image_obs_space", image_obs_space)
         if continuous is not True:
             raise ValueError(f"continuous must be True (TD3 and DDPG need Box actions), got {continuous!r}")
         if discrete_obs_space or image_obs_space:

@@ -30,6 +30,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import VectorEnv
 
+from rlkit_td3.checks import check_bool
 from rlkit_td3.evaluation import evaluate_policy, is_sb3_vec_env
 from rlkit_td3.serialization import atomic_path, atomic_write
 
@@ -381,8 +382,7 @@ class EvalCallback(EventCallback):
                 f"got {eval_env!r}"
             )
         for name, flag in (("render", render), ("warn", warn), ("deterministic", deterministic)):
-            if not isinstance(flag, (bool, np.bool_)):
-                raise TypeError(f"{name} must be a bool, got {flag!r}")
+            check_bool(name, flag)
         self.render = bool(render)
         self.warn = bool(warn)
         self.n_eval_episodes = n_eval_episodes
@@ -390,7 +390,7 @@ class EvalCallback(EventCallback):
         self.eval_freq = self._every.freq
         self.log_path = None if log_path is None else Path(log_path) / "evaluations.npz"
         self.best_model_save_path = None if best_model_save_path is None else Path(best_model_save_path)
-        self.deterministic = deterministic
+        self.deterministic = bool(deterministic)
         self.seed = seed
         self.best_mean_reward = -np.inf
         self.last_mean_reward = -np.inf
@@ -527,8 +527,7 @@ class CheckpointCallback(BaseCallback):
     ) -> None:
         super().__init__(verbose)
         for name, flag in (("save_replay_buffer", save_replay_buffer), ("save_vecnormalize", save_vecnormalize)):
-            if not isinstance(flag, (bool, np.bool_)):
-                raise TypeError(f"{name} must be a bool, got {flag!r}")
+            check_bool(name, flag)
         self._every = _EveryTimesteps("save_freq", save_freq)
         self.save_freq = self._every.freq
         self.save_path = Path(save_path)
@@ -716,6 +715,7 @@ def convert_callback(callback: MaybeCallback, progress_bar: bool = False) -> Bas
     Raises:
         TypeError: anything else.
     """
+    progress_bar = check_bool("progress_bar", progress_bar)
     if callback is None:
         converted: BaseCallback = BaseCallback()
     elif isinstance(callback, BaseCallback):

@@ -19,6 +19,7 @@ import gymnasium as gym
 import numpy as np
 import pandas as pd
 
+from rlkit_td3.checks import check_bool
 from rlkit_td3.serialization import atomic_write
 
 MONITOR_SUFFIX = "monitor.csv"
@@ -47,6 +48,7 @@ class Monitor(gym.Wrapper):
         info_keywords: Sequence[str] = (),
         override_existing: bool = True,
     ) -> None:
+        override_existing = check_bool("override_existing", override_existing)
         super().__init__(env)
         self.t_start = time.time()
         self.info_keywords = tuple(info_keywords)

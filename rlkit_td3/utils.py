@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from rlkit_td3.checks import check_bool
 from rlkit_td3.schedules import ConstantSchedule, LinearSchedule, Schedule
 
 _TRAIN_FREQ_UNITS = ("step", "episode")
@@ -96,6 +97,7 @@ def set_random_seed(seed: int, using_cuda: bool = False) -> None:
             ``benchmark = False``), as Stable-Baselines3 does.
     """
     seed = _check_int("seed", seed, 0)
+    using_cuda = check_bool("using_cuda", using_cuda)
     random.seed(seed)
     np.random.seed(seed % 2**32)  # noqa: NPY002  (the global generator is what SB3 seeds)
     torch.manual_seed(seed)

@@ -35,6 +35,7 @@ from gymnasium import spaces
 from gymnasium.vector import VectorEnv
 
 from rlkit_td3.buffers.dict_replay_buffer import DictReplayBuffer, DictReplayBufferSamples
+from rlkit_td3.checks import check_bool
 from rlkit_td3.file_checks import check_her_episodes, check_her_state, read_npy_member
 from rlkit_td3.her.goal_selection_strategy import GoalSelectionStrategy, goal_selection_strategy
 from rlkit_td3.serialization import ModelFileError
@@ -107,8 +108,7 @@ class HerReplayBuffer(DictReplayBuffer):
     ) -> None:
         if isinstance(n_sampled_goal, bool) or not isinstance(n_sampled_goal, (int, np.integer)) or n_sampled_goal < 0:
             raise ValueError(f"n_sampled_goal must be a non-negative int, got {n_sampled_goal!r}")
-        if not isinstance(copy_info_dict, (bool, np.bool_)):
-            raise TypeError(f"copy_info_dict must be a bool, got {copy_info_dict!r}")
+        check_bool("copy_info_dict", copy_info_dict)
         strategy = _strategy(goal_selection_strategy)
         if isinstance(n_envs, (int, np.integer)) and not isinstance(n_envs, bool) and n_envs > buffer_size:
             raise ValueError(f"buffer_size ({buffer_size}) must be at least n_envs ({n_envs})")

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
+from rlkit_td3.checks import check_bool
 from rlkit_td3.running_mean_std import RunningMeanStd
 from rlkit_td3.serialization import atomic_write
 from rlkit_td3.vec_env.base_vec_env import VecEnv, VecEnvObs, VecEnvStepReturn, VecEnvWrapper
@@ -90,12 +91,9 @@ class VecNormalize(VecEnvWrapper):
         norm_obs_keys: Sequence[str] | None = None,
     ) -> None:
         super().__init__(venv)
-        for name, flag in (("training", training), ("norm_obs", norm_obs), ("norm_reward", norm_reward)):
-            if not isinstance(flag, (bool, np.bool_)):
-                raise ValueError(f"{name} must be a bool, got {flag!r}")
-        self.training = bool(training)
-        self.norm_obs = bool(norm_obs)
-        self.norm_reward = bool(norm_reward)
+        self.training = training
+        self.norm_obs = check_bool("norm_obs", norm_obs)
+        self.norm_reward = check_bool("norm_reward", norm_reward)
         self.clip_obs = _positive("clip_obs", clip_obs)
         self.clip_reward = _positive("clip_reward", clip_reward)
         self.epsilon = _positive("epsilon", epsilon)
@@ -110,6 +108,15 @@ class VecNormalize(VecEnvWrapper):
         self.returns = np.zeros(self.num_envs)
         self.old_obs: VecEnvObs = np.array([])
         self.old_reward = np.array([])
+
+    @property
+    def training(self) -> bool:
+        """Whether resets and steps update the statistics; set it to True or False (a bool, else ``TypeError``)."""
+        return self._training
+
+    @training.setter
+    def training(self, value: bool) -> None:
+        self._training = check_bool("training", value)
 
     def _setup_obs_statistics(self) -> None:
         space = self.observation_space
@@ -146,10 +153,10 @@ class VecNormalize(VecEnvWrapper):
         obs, rewards, dones, infos = self.venv.step_wait()
         self.old_obs = obs
         self.old_reward = rewards
-        if self.training and self.norm_obs:
+        if self._training and self.norm_obs:
             self._update_obs(obs)
         obs = self.normalize_obs(obs)
-        if self.training:
+        if self._training:
             self._update_reward(rewards)
         rewards = self.normalize_reward(rewards)
         for info in infos:
@@ -390,8 +397,7 @@ class VecNormalize(VecEnvWrapper):
             ValueError: the file is neither format (or is a pickle and ``allow_pickle`` is false), or it does
                 not fit ``venv``.
         """
-        if not isinstance(allow_pickle, bool):
-            raise ValueError(f"allow_pickle must be a bool, got {allow_pickle!r}")
+        check_bool("allow_pickle", allow_pickle)
         if zipfile.is_zipfile(load_path):
             return VecNormalize.from_state(_read_state(load_path), venv)
         with open(load_path, "rb") as fh:
