@@ -137,6 +137,7 @@ class HerReplayBuffer(DictReplayBuffer):
         self._current_ep_start = np.zeros(self.n_envs, dtype=np.int64)
         self._current_ep_length = np.zeros(self.n_envs, dtype=np.int64)
         self._valid_rows: np.ndarray | None = None
+        self._outgrown_by: int | None = None  # an env whose running episode filled its whole ring (for sample's error)
 
     @property
     def n_slots(self) -> int:
@@ -252,6 +253,7 @@ class HerReplayBuffer(DictReplayBuffer):
             self._valid_rows = None
         elif self._current_ep_length[env] == slots:
             # The running episode fills the whole ring: it loses its oldest step.
+            self._outgrown_by = env
             self._current_ep_start[env] = (self._current_ep_start[env] + 1) % slots
             self._current_ep_length[env] -= 1
             first = env * slots
@@ -289,6 +291,13 @@ class HerReplayBuffer(DictReplayBuffer):
             raise ValueError(f"batch_size must be positive, got {batch_size!r}")
         valid = self._sampleable_rows()
         if len(valid) == 0:
+            if self._outgrown_by is not None:
+                raise ValueError(
+                    f"HerReplayBuffer holds no complete episode: an episode of env {self._outgrown_by} was longer "
+                    f"than the {self.n_slots} rows each env's ring holds (buffer_size={self.buffer_size} shared by "
+                    f"n_envs={self.n_envs}), so every episode is overwritten before it ends. HER samples complete "
+                    "episodes only: choose buffer_size larger than n_envs times the env's episode length"
+                )
             raise ValueError(
                 "HerReplayBuffer cannot sample before the first episode has ended: choose learning_starts "
                 "larger than the env's episode length"
