@@ -25,7 +25,7 @@ import numpy as np
 from gymnasium import spaces
 
 from rlkit_td3.checks import check_bool
-from rlkit_td3.running_mean_std import RunningMeanStd
+from rlkit_td3.running_mean_std import RunningMeanStd, check_running_stats
 from rlkit_td3.serialization import atomic_write
 from rlkit_td3.vec_env.base_vec_env import VecEnv, VecEnvObs, VecEnvStepReturn, VecEnvWrapper
 
@@ -49,8 +49,19 @@ def is_image_space(space: spaces.Space) -> bool:
 
 
 def _positive(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)) or not value > 0:
+    """A number > 0: ``epsilon`` finite, the clips may be ``inf`` (no clipping); NaN and bools never."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.floating, np.integer)):
         raise ValueError(f"{name} must be a positive number, got {value!r}")
+    if not value > 0 or (name == "epsilon" and not np.isfinite(value)):
+        raise ValueError(f"{name} must be a {'finite ' if name == 'epsilon' else ''}positive number, got {value!r}")
+    return float(value)
+
+
+def _gamma(value: Any) -> float:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.floating, np.integer)):
+        raise ValueError(f"gamma must be a number in [0, 1], got {value!r}")
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"gamma must be a number in [0, 1], got {value!r}")
     return float(value)
 
 
@@ -97,9 +108,7 @@ class VecNormalize(VecEnvWrapper):
         self.clip_obs = _positive("clip_obs", clip_obs)
         self.clip_reward = _positive("clip_reward", clip_reward)
         self.epsilon = _positive("epsilon", epsilon)
-        if isinstance(gamma, bool) or not isinstance(gamma, (int, float, np.floating)) or not 0.0 <= gamma <= 1.0:
-            raise ValueError(f"gamma must be a number in [0, 1], got {gamma!r}")
-        self.gamma = float(gamma)
+        self.gamma = _gamma(gamma)
         self.norm_obs_keys = list(norm_obs_keys) if norm_obs_keys is not None else None
         self.obs_rms: RunningMeanStd | dict[str, RunningMeanStd] = {}
         if self.norm_obs:
@@ -314,13 +323,12 @@ class VecNormalize(VecEnvWrapper):
                     f"format {config.get('format')!r}, version {config.get('format_version')!r}"
                 )
 
-            def rms(name: str) -> RunningMeanStd:
-                new = RunningMeanStd(shape=np.shape(arrays[f"{name}.mean"]))
-                new.mean = np.array(arrays[f"{name}.mean"], dtype=np.float64)
-                new.var = np.array(arrays[f"{name}.var"], dtype=np.float64)
-                new.count = float(np.asarray(arrays[f"{name}.count"], dtype=np.float64))
-                if new.var.shape != new.mean.shape:
-                    raise ValueError(f"{name}: mean and var shapes differ")
+            def rms(name: str, shape: tuple[int, ...] | None = None) -> RunningMeanStd:
+                checked = check_running_stats(
+                    name, arrays[f"{name}.mean"], arrays[f"{name}.var"], arrays[f"{name}.count"], shape
+                )
+                new = RunningMeanStd(shape=checked[0].shape)
+                new.mean, new.var, new.count = checked
                 return new
 
             keys = config["obs_rms_keys"]
@@ -329,7 +337,7 @@ class VecNormalize(VecEnvWrapper):
                 obs_rms: RunningMeanStd | dict[str, RunningMeanStd] = rms("obs_rms")
             else:
                 obs_rms = {key: rms(f"obs_rms.{i}") for i, key in enumerate(keys)}
-            ret_rms = rms("ret_rms")
+            ret_rms = rms("ret_rms", ())
             norm_obs_keys = config["norm_obs_keys"]
             returns = arrays.get("returns")
             returns = None if returns is None else np.array(returns, dtype=np.float64)
@@ -340,6 +348,7 @@ class VecNormalize(VecEnvWrapper):
                 raise ValueError(f"malformed VecNormalize state: {name} must be a bool, got {settings[name]!r}")
         for name in ("clip_obs", "clip_reward", "epsilon"):
             settings[name] = _positive(name, settings[name])
+        settings["gamma"] = _gamma(settings["gamma"])
         previous = {name: getattr(self, name, None) for name in (*_SETTINGS, "obs_rms", "ret_rms", "norm_obs_keys")}
         for name, value in settings.items():
             setattr(self, name, value)
@@ -424,8 +433,10 @@ def _read_state(path: str | os.PathLike[str]) -> dict[str, Any]:
             config = json.loads(archive.read(_JSON_ENTRY))
             with np.load(io.BytesIO(archive.read(_ARRAYS_ENTRY)), allow_pickle=False) as data:
                 arrays = {name: data[name] for name in data.files}
-    except (zipfile.BadZipFile, ValueError, KeyError, OSError) as exc:
-        raise ValueError(f"{os.fspath(path)!r} is not a readable VecNormalize file: {exc}") from exc
+    except (zipfile.BadZipFile, ValueError, KeyError, OSError, RecursionError) as exc:
+        raise ValueError(
+            f"{os.fspath(path)!r} is not a readable VecNormalize file: {type(exc).__name__}: {exc}"
+        ) from exc
     return {"config": config, "arrays": arrays}
 
 
