@@ -28,6 +28,7 @@ from gymnasium import spaces
 from torch import nn
 
 from rlkit_td3.checks import check_bool
+from rlkit_td3.file_checks import ACTIVATIONS, OPTIMIZERS, allowed_class, check_policy_state
 from rlkit_td3.policies.obs_normalizer import ObsNormalizer
 from rlkit_td3.preprocessing import is_image_space, preprocess_obs
 from rlkit_td3.serialization import (
@@ -778,10 +779,11 @@ class TD3Policy(nn.Module):
                 )
             policy_cls = _policy_class_from_file(cls, metadata["policy"]["class"])
             kwargs = dict(metadata["policy"]["kwargs"])
-            kwargs["activation_fn"] = class_from_name(kwargs["activation_fn"], what="activation_fn")
-            kwargs["optimizer_class"] = class_from_name(kwargs["optimizer_class"], what="optimizer_class")
+            # the allow-lists of TD3.load: a file never names an arbitrary torch class
+            kwargs["activation_fn"] = allowed_class(kwargs["activation_fn"], ACTIVATIONS, "activation_fn")
+            kwargs["optimizer_class"] = allowed_class(kwargs["optimizer_class"], OPTIMIZERS, "optimizer_class")
             if "features_extractor_class" in kwargs:
-                kwargs["features_extractor_class"] = class_from_name(
+                kwargs["features_extractor_class"] = allowed_class(
                     kwargs["features_extractor_class"], FEATURES_EXTRACTORS, "features_extractor_class"
                 )
             observation_space = space_from_dict(metadata["observation_space"])
@@ -789,6 +791,7 @@ class TD3Policy(nn.Module):
             state = tensors.get("policy")
             _check_state_shapes(policy_cls, observation_space, action_space, kwargs, state)
             policy = policy_cls(observation_space, action_space, **kwargs)
+            check_policy_state("policy.pth", state, policy)  # TD3.load's check: keys, shapes, dtypes, finite
             policy.load_state_dict(state)
         except ModelFileError as exc:
             raise ModelFileError(f"{path}: {exc}") from exc
