@@ -20,7 +20,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 
 from rlkit_td3 import checkpoint, sb3_import
 from rlkit_td3.buffers.dict_replay_buffer import check_dict_space
-from rlkit_td3.checks import check_bool
+from rlkit_td3.checks import check_bool, check_seed
 from rlkit_td3.dict_obs import dict_obs_batch, obs_len
 from rlkit_td3.her import HerReplayBuffer
 from rlkit_td3.logger import Logger, configure
@@ -75,7 +75,7 @@ class BaseAlgorithm:
             raise TypeError(f"tensorboard_log must be a folder path or None, got {tensorboard_log!r}")
         self.tensorboard_log = None if tensorboard_log is None else os.fspath(tensorboard_log)
         self.verbose = _check_int("verbose", verbose, 0)
-        self.seed = None if seed is None else _check_int("seed", seed, 0)
+        self.seed = None if seed is None else check_seed("seed", seed)
         self.device = get_device(device)
 
         self._venv: VectorEnv | None = None

@@ -42,3 +42,21 @@ def check_positive_float(name: str, value: Any) -> float:
     if not (math.isfinite(value) and value > 0):
         raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
     return value
+
+
+MAX_SEED = 2**64 - 1
+"""Largest seed: torch's generators take 64 bits."""
+
+
+def check_seed(name: str, value: Any) -> int:
+    """``value`` as a Python ``int`` if it is an int (Python or NumPy, not a bool) in ``[0, MAX_SEED]``.
+
+    Raises:
+        TypeError: ``value`` is not an int.
+        ValueError: ``value`` is negative or above `MAX_SEED` (2**64 - 1, what torch's generators take).
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {value!r} of type {type(value).__name__}")
+    if not 0 <= value <= MAX_SEED:
+        raise ValueError(f"{name} must be an int in [0, 2**64 - 1] (torch's generators take 64 bits), got {value!r}")
+    return int(value)
