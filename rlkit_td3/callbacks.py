@@ -370,8 +370,13 @@ class EvalCallback(EventCallback):
         super().__init__(callback_on_new_best, verbose=verbose)
         if callback_after_eval is not None and not isinstance(callback_after_eval, BaseCallback):
             raise TypeError(f"callback_after_eval must be a BaseCallback or None, got {callback_after_eval!r}")
-        if isinstance(n_eval_episodes, bool) or not isinstance(n_eval_episodes, int) or n_eval_episodes < 1:
+        if (
+            not isinstance(n_eval_episodes, (int, np.integer))
+            or isinstance(n_eval_episodes, bool)
+            or n_eval_episodes < 1
+        ):
             raise ValueError(f"n_eval_episodes must be a positive int, got {n_eval_episodes!r}")
+        n_eval_episodes = int(n_eval_episodes)
         self.callback_after_eval = callback_after_eval
         if callback_after_eval is not None:
             callback_after_eval.parent = self
@@ -611,7 +616,7 @@ class StopTrainingOnNoModelImprovement(BaseCallback):
 
     def __init__(self, max_no_improvement_evals: int, min_evals: int = 0, verbose: int = 0) -> None:
         super().__init__(verbose)
-        if isinstance(max_no_improvement_evals, bool) or not isinstance(max_no_improvement_evals, int):
+        if isinstance(max_no_improvement_evals, bool) or not isinstance(max_no_improvement_evals, (int, np.integer)):
             raise TypeError(f"max_no_improvement_evals must be an int, got {max_no_improvement_evals!r}")
         if max_no_improvement_evals < 0 or min_evals < 0:
             raise ValueError(
@@ -649,8 +654,9 @@ class StopTrainingOnMaxEpisodes(BaseCallback):
 
     def __init__(self, max_episodes: int, verbose: int = 0) -> None:
         super().__init__(verbose)
-        if isinstance(max_episodes, bool) or not isinstance(max_episodes, int) or max_episodes < 1:
+        if isinstance(max_episodes, bool) or not isinstance(max_episodes, (int, np.integer)) or max_episodes < 1:
             raise ValueError(f"max_episodes must be a positive int, got {max_episodes!r}")
+        max_episodes = int(max_episodes)
         self.max_episodes = max_episodes
         self._total_max_episodes = max_episodes
         self.n_episodes = 0

@@ -214,7 +214,7 @@ def plot_results(
 
     if x_axis not in X_AXES:
         raise ValueError(f"x_axis must be one of {', '.join(X_AXES)}, got {x_axis!r}")
-    if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+    if isinstance(window, bool) or not isinstance(window, (int, np.integer)) or window < 1:
         raise ValueError(f"window must be a positive int, got {window!r}")
     folders = [dirs] if isinstance(dirs, (str, os.PathLike)) else list(dirs)
     fig = Figure(figsize=figsize)

@@ -22,7 +22,8 @@ class RunningMeanStd:
     """
 
     def __init__(self, epsilon: float = 1e-4, shape: tuple[int, ...] = ()) -> None:
-        if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)) or not epsilon > 0:
+        numbers = (int, float, np.integer, np.floating)
+        if isinstance(epsilon, bool) or not isinstance(epsilon, numbers) or not epsilon > 0:
             raise ValueError(f"epsilon must be a positive number, got {epsilon!r}")
         self.mean = np.zeros(shape, dtype=np.float64)
         self.var = np.ones(shape, dtype=np.float64)

@@ -14,6 +14,7 @@ channels-first and channels-last images alike and moves the channels itself.
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 from gymnasium import spaces
 from torch import nn
@@ -34,8 +35,9 @@ class BaseFeaturesExtractor(nn.Module):
 
     def __init__(self, observation_space: spaces.Space, features_dim: int = 0):
         super().__init__()
-        if isinstance(features_dim, bool) or not isinstance(features_dim, int) or features_dim < 0:
+        if isinstance(features_dim, bool) or not isinstance(features_dim, (int, np.integer)) or features_dim < 0:
             raise ValueError(f"features_dim must be a non-negative int, got {features_dim!r}")
+        features_dim = int(features_dim)
         self._observation_space = observation_space
         self._features_dim = features_dim
 

@@ -56,3 +56,25 @@ def test_her_with_episodes_longer_than_the_buffer_names_buffer_size():
     with pytest.raises(ValueError, match=message) as info:
         model.learn(200)
     assert "learning_starts" not in str(info.value)
+
+
+def test_numeric_parameters_take_numpy_scalars(tmp_path):
+    from rlkit_td3.callbacks import EvalCallback, StopTrainingOnMaxEpisodes, StopTrainingOnNoModelImprovement
+    from rlkit_td3.monitor import Monitor, plot_results
+    from rlkit_td3.running_mean_std import RunningMeanStd
+    from rlkit_td3.torch_layers import BaseFeaturesExtractor
+    from rlkit_td3.vec_env import DummyVecEnv
+
+    assert EvalCallback(DummyVecEnv([lambda: make_counter(5)]), n_eval_episodes=np.int64(2)).n_eval_episodes == 2
+    assert StopTrainingOnMaxEpisodes(np.int32(3)).max_episodes == 3
+    assert StopTrainingOnNoModelImprovement(np.int64(2)).max_no_improvement_evals == 2
+    assert RunningMeanStd(epsilon=np.float32(1e-3)).count == pytest.approx(1e-3)
+    assert BaseFeaturesExtractor(gym.spaces.Box(-1, 1, (3,)), features_dim=np.int64(3)).features_dim == 3
+    env = Monitor(make_counter(5), str(tmp_path / "m"))
+    env.reset(seed=0)
+    for _ in range(12):
+        _, _, terminated, truncated, _ = env.step(np.zeros(1, np.float32))
+        if terminated or truncated:
+            env.reset()
+    env.close()
+    assert plot_results(tmp_path, path=tmp_path / "curve.png", window=np.int64(2)).exists()
