@@ -1,4 +1,4 @@
-"""The argument checks every public call shares: one rule for switches, one for numbers.
+"""The argument checks every public call shares: one rule for switches, one for seeds.
 
 A switch (a ``bool`` parameter or settable attribute) takes ``True`` or ``False`` only, NumPy's ``np.True_`` and
 ``np.False_`` included: a string such as ``"False"`` is truthy and an int ``0``/``1`` hides a mistake, so both are
@@ -8,7 +8,6 @@ This module imports no component of the library, so every floor can use it.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -27,21 +26,6 @@ def check_bool(name: str, value: Any) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be a bool, got {value!r} of type {type(value).__name__} (True or False only)")
     return bool(value)
-
-
-def check_positive_float(name: str, value: Any) -> float:
-    """``value`` as a Python ``float`` if it is a finite number > 0 (Python or NumPy scalar, not a bool).
-
-    Raises:
-        TypeError: ``value`` is not a number.
-        ValueError: ``value`` is not finite or not > 0.
-    """
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{name} must be a number, got {value!r} of type {type(value).__name__}")
-    value = float(value)
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-    return value
 
 
 MAX_SEED = 2**64 - 1
