@@ -233,10 +233,13 @@ def train_run(
     latest = latest_checkpoint(out)
     if latest is None:
         # every constructor check (hyperparameter values, seed, device) before anything is written in ``out``
+        probe_env = gym.make(spec.env_id)
         try:
-            make_model(config, spec.env_id, seed=spec.seed, device=spec.device)
+            make_model(config, probe_env, seed=spec.seed, device=spec.device)
         except (TypeError, ValueError) as exc:
             raise ConfigError(f"bad configuration: {exc}") from None
+        finally:
+            probe_env.close()
     out.mkdir(parents=True, exist_ok=True)
     if latest is not None:
         _check_same_run(out / "config.json", config)
