@@ -19,6 +19,7 @@ import torch
 from gymnasium import spaces
 from torch import nn
 
+from rlkit_td3.checks import check_bool
 from rlkit_td3.preprocessing import get_flattened_obs_dim, is_image_space, is_image_space_channels_first
 
 
@@ -73,6 +74,7 @@ class NatureCNN(BaseFeaturesExtractor):
     """
 
     def __init__(self, observation_space: spaces.Box, features_dim: int = 512, normalized_image: bool = False):
+        normalized_image = check_bool("normalized_image", normalized_image)
         if not is_image_space(observation_space, check_channels=False, normalized_image=normalized_image):
             raise ValueError(
                 f"NatureCNN needs an image observation space (a uint8 Box of shape (C, H, W) or (H, W, C) with "
@@ -121,6 +123,7 @@ class CombinedExtractor(BaseFeaturesExtractor):
     """
 
     def __init__(self, observation_space: spaces.Dict, cnn_output_dim: int = 256, normalized_image: bool = False):
+        normalized_image = check_bool("normalized_image", normalized_image)
         if not isinstance(observation_space, spaces.Dict):
             raise TypeError(
                 f"CombinedExtractor needs a gymnasium.spaces.Dict observation space, got {observation_space!r}"

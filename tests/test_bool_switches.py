@@ -16,6 +16,7 @@ from rlkit_td3.checks import check_bool
 from rlkit_td3.env_checker import check_env
 from rlkit_td3.evaluation import evaluate_policy
 from rlkit_td3.monitor import Monitor
+from rlkit_td3.torch_layers import CombinedExtractor, NatureCNN
 from rlkit_td3.utils import set_random_seed
 from rlkit_td3.vec_env import DummyVecEnv, VecCheckNan, VecNormalize, VecTransposeImage
 
@@ -33,6 +34,7 @@ def _venv():
 
 class _ImageEnv(gym.Env):
     observation_space = gym.spaces.Box(0, 255, (8, 8, 3), np.uint8)
+    observation_space_big = gym.spaces.Box(0, 255, (3, 36, 36), np.uint8)
     action_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
 
 
@@ -85,6 +87,10 @@ CALLS = {
     "BitFlippingEnv(continuous=)": lambda m, v, tmp: BitFlippingEnv(continuous=v),
     "BitFlippingEnv(channel_first=)": lambda m, v, tmp: BitFlippingEnv(channel_first=v),
     "set_random_seed(using_cuda=)": lambda m, v, tmp: set_random_seed(0, using_cuda=v),
+    "NatureCNN(normalized_image=)": lambda m, v, tmp: NatureCNN(_ImageEnv.observation_space_big, normalized_image=v),
+    "CombinedExtractor(normalized_image=)": lambda m, v, tmp: CombinedExtractor(
+        gym.spaces.Dict({"x": _ImageEnv.observation_space_big}), normalized_image=v
+    ),
     "policy_kwargs share_features_extractor": lambda m, v, tmp: TD3(
         "MlpPolicy", make_counter(5), policy_kwargs={"share_features_extractor": v}
     ),
