@@ -20,6 +20,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 
 from rlkit_td3 import checkpoint, sb3_import
 from rlkit_td3.buffers.dict_replay_buffer import check_dict_space
+from rlkit_td3.checks import check_bool, check_seed
 from rlkit_td3.dict_obs import dict_obs_batch, obs_len
 from rlkit_td3.her import HerReplayBuffer
 from rlkit_td3.logger import Logger, configure
@@ -76,7 +77,7 @@ class BaseAlgorithm:
             raise TypeError(f"tensorboard_log must be a folder path or None, got {tensorboard_log!r}")
         self.tensorboard_log = None if tensorboard_log is None else os.fspath(tensorboard_log)
         self.verbose = _check_int("verbose", verbose, 0)
-        self.seed = None if seed is None else _check_int("seed", seed, 0)
+        self.seed = None if seed is None else check_seed("seed", seed)
         self.device = get_device(device)
 
         self._venv: VectorEnv | None = None
@@ -287,6 +288,7 @@ class BaseAlgorithm:
             TypeError: ``observation`` is the ``(obs, info)`` tuple returned by ``env.reset()``.
             ValueError: the observation's shape matches neither one observation nor a batch.
         """
+        deterministic = check_bool("deterministic", deterministic)
         if isinstance(observation, tuple) and len(observation) == 2 and isinstance(observation[1], dict):
             raise TypeError(
                 "observation is an (obs, info) tuple: pass only the observation, e.g. obs, info = env.reset()"
@@ -369,11 +371,14 @@ class BaseAlgorithm:
 
         Raises:
             ValueError: an unknown name, a missing name or key (with ``exact_match``), an unexpected policy
-                key, or a tensor whose shape differs from the model's; the message names them.
+                key, or a state that fails the checks a model file gets (a tensor whose shape or dtype differs
+                from the model's, non-finite values, optimizer moments or switches such as ``amsgrad`` other
+                than the model's optimizer keeps); the message names them. The model copies what it loads: it
+                never shares tensors with the dict passed in.
             TypeError: ``load_path_or_dict`` is neither a dict nor a path.
             ModelFileError: (a ``ValueError``) the file is not a readable model file.
         """
-        checkpoint.set_parameters(self, load_path_or_dict, exact_match, device)
+        checkpoint.set_parameters(self, load_path_or_dict, check_bool("exact_match", exact_match), device)
 
     def save_replay_buffer(self, path: str | os.PathLike[str]) -> None:
         """Write the filled part of the replay buffer to ``path`` (``.npz``, atomic, no pickle)."""
@@ -405,7 +410,7 @@ class BaseAlgorithm:
             ValueError: ``include_buffer=True`` while training on a vector env with same-step autoreset, whose
                 runs no checkpoint can resume exactly (see the "What exact resume covers" docs section).
         """
-        checkpoint.save(self, path, include_buffer)
+        checkpoint.save(self, path, check_bool("include_buffer", include_buffer))
 
     @classmethod
     def load(

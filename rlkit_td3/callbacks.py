@@ -30,6 +30,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import VectorEnv
 
+from rlkit_td3.checks import check_bool
 from rlkit_td3.evaluation import evaluate_policy, is_sb3_vec_env
 from rlkit_td3.serialization import atomic_path, atomic_write
 
@@ -369,8 +370,13 @@ class EvalCallback(EventCallback):
         super().__init__(callback_on_new_best, verbose=verbose)
         if callback_after_eval is not None and not isinstance(callback_after_eval, BaseCallback):
             raise TypeError(f"callback_after_eval must be a BaseCallback or None, got {callback_after_eval!r}")
-        if isinstance(n_eval_episodes, bool) or not isinstance(n_eval_episodes, int) or n_eval_episodes < 1:
+        if (
+            not isinstance(n_eval_episodes, (int, np.integer))
+            or isinstance(n_eval_episodes, bool)
+            or n_eval_episodes < 1
+        ):
             raise ValueError(f"n_eval_episodes must be a positive int, got {n_eval_episodes!r}")
+        n_eval_episodes = int(n_eval_episodes)
         self.callback_after_eval = callback_after_eval
         if callback_after_eval is not None:
             callback_after_eval.parent = self
@@ -381,8 +387,7 @@ class EvalCallback(EventCallback):
                 f"got {eval_env!r}"
             )
         for name, flag in (("render", render), ("warn", warn), ("deterministic", deterministic)):
-            if not isinstance(flag, (bool, np.bool_)):
-                raise TypeError(f"{name} must be a bool, got {flag!r}")
+            check_bool(name, flag)
         self.render = bool(render)
         self.warn = bool(warn)
         self.n_eval_episodes = n_eval_episodes
@@ -390,7 +395,7 @@ class EvalCallback(EventCallback):
         self.eval_freq = self._every.freq
         self.log_path = None if log_path is None else Path(log_path) / "evaluations.npz"
         self.best_model_save_path = None if best_model_save_path is None else Path(best_model_save_path)
-        self.deterministic = deterministic
+        self.deterministic = bool(deterministic)
         self.seed = seed
         self.best_mean_reward = -np.inf
         self.last_mean_reward = -np.inf
@@ -527,8 +532,7 @@ class CheckpointCallback(BaseCallback):
     ) -> None:
         super().__init__(verbose)
         for name, flag in (("save_replay_buffer", save_replay_buffer), ("save_vecnormalize", save_vecnormalize)):
-            if not isinstance(flag, (bool, np.bool_)):
-                raise TypeError(f"{name} must be a bool, got {flag!r}")
+            check_bool(name, flag)
         self._every = _EveryTimesteps("save_freq", save_freq)
         self.save_freq = self._every.freq
         self.save_path = Path(save_path)
@@ -612,7 +616,7 @@ class StopTrainingOnNoModelImprovement(BaseCallback):
 
     def __init__(self, max_no_improvement_evals: int, min_evals: int = 0, verbose: int = 0) -> None:
         super().__init__(verbose)
-        if isinstance(max_no_improvement_evals, bool) or not isinstance(max_no_improvement_evals, int):
+        if isinstance(max_no_improvement_evals, bool) or not isinstance(max_no_improvement_evals, (int, np.integer)):
             raise TypeError(f"max_no_improvement_evals must be an int, got {max_no_improvement_evals!r}")
         if max_no_improvement_evals < 0 or min_evals < 0:
             raise ValueError(
@@ -650,8 +654,9 @@ class StopTrainingOnMaxEpisodes(BaseCallback):
 
     def __init__(self, max_episodes: int, verbose: int = 0) -> None:
         super().__init__(verbose)
-        if isinstance(max_episodes, bool) or not isinstance(max_episodes, int) or max_episodes < 1:
+        if isinstance(max_episodes, bool) or not isinstance(max_episodes, (int, np.integer)) or max_episodes < 1:
             raise ValueError(f"max_episodes must be a positive int, got {max_episodes!r}")
+        max_episodes = int(max_episodes)
         self.max_episodes = max_episodes
         self._total_max_episodes = max_episodes
         self.n_episodes = 0
@@ -716,6 +721,7 @@ def convert_callback(callback: MaybeCallback, progress_bar: bool = False) -> Bas
     Raises:
         TypeError: anything else.
     """
+    progress_bar = check_bool("progress_bar", progress_bar)
     if callback is None:
         converted: BaseCallback = BaseCallback()
     elif isinstance(callback, BaseCallback):

@@ -197,10 +197,16 @@ def set_parameters(
     for name, state in params.items():
         if not isinstance(state, dict):
             raise TypeError(f"set_parameters: {name!r} must be a state dict, got {type(state).__name__}")
-    _check_policy_state(model, params.get("policy"), exact_match)
+    # exactly the checks a model file gets; the states are copied, so the model never aliases the caller's tensors
+    checked: dict[str, dict[str, Any]] = {}
+    if "policy" in params:
+        _check_names("keys", params["policy"], model.policy.state_dict(), exact_match, "the policy state dict")
+        check_policy_state("policy", {**model.policy.state_dict(), **params["policy"]}, model.policy)
+        checked["policy"] = params["policy"]
     for name in ("actor.optimizer", "critic.optimizer"):
         if name in params:
-            _check_optimizer_state(name, objects[name], params[name])  # type: ignore[arg-type]
+            checked[name] = copy.deepcopy(check_optimizer_state(name, params[name], objects[name]))  # type: ignore[arg-type]
+    params = checked
     backup = {name: copy.deepcopy(objects[name].state_dict()) for name in params}
     attempted: list[str] = []
     try:
@@ -231,31 +237,6 @@ def _check_names(kind: str, given: Any, own: Any, exact_match: bool, whose: str)
         )
 
 
-def _check_optimizer_state(name: str, optimizer: torch.optim.Optimizer, state: dict[str, Any]) -> None:
-    """The groups, their sizes and the moments' shapes must be those of the model's optimizer."""
-    groups = state.get("param_groups")
-    own_groups = optimizer.param_groups
-    well_formed = isinstance(groups, list) and all(isinstance(g, dict) for g in groups)
-    sizes = [len(g.get("params", ())) for g in groups] if well_formed else None
-    own_sizes = [len(g["params"]) for g in own_groups]
-    if sizes != own_sizes or not isinstance(state.get("state"), dict):
-        raise ValueError(
-            f"set_parameters: {name!r} has param groups of sizes {sizes}; the model's optimizer has {own_sizes}"
-        )
-    shapes = {
-        index: tuple(p.shape)
-        for group, own in zip(groups, own_groups)
-        for index, p in zip(group["params"], own["params"])
-    }
-    for index, entry in state["state"].items():
-        for key, value in entry.items() if isinstance(entry, dict) else ():
-            if isinstance(value, torch.Tensor) and value.dim() > 0 and tuple(value.shape) != shapes.get(index):
-                raise ValueError(
-                    f"set_parameters: {name!r} state of parameter {index} ({key}) has shape "
-                    f"{tuple(value.shape)}; the parameter has shape {shapes.get(index)}"
-                )
-
-
 def _tensors_to(state: Any, device: torch.device) -> Any:
     """``state`` (nested dicts and lists of tensors) with its tensors on ``device``."""
     if isinstance(state, torch.Tensor):
@@ -265,20 +246,6 @@ def _tensors_to(state: Any, device: torch.device) -> Any:
     if isinstance(state, (list, tuple)):
         return type(state)(_tensors_to(value, device) for value in state)
     return state
-
-
-def _check_policy_state(model: Any, state: dict[str, Any] | None, exact_match: bool) -> None:
-    """Name the missing, unexpected and wrongly shaped keys of a policy state dict before loading it."""
-    if state is None:
-        return
-    own = model.policy.state_dict()
-    _check_names("keys", state, own, exact_match, "the policy state dict")
-    for key, value in state.items():
-        shape = tuple(getattr(value, "shape", ()))
-        if shape != tuple(own[key].shape):
-            raise ValueError(
-                f"set_parameters: policy key {key!r} has shape {shape}; the model's has {tuple(own[key].shape)}"
-            )
 
 
 def _schedule_entry(model: Any, name: str, schedule: Schedule | None, pickled: dict[str, Any]) -> Any:

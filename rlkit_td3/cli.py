@@ -42,10 +42,24 @@ def train(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_seed(seed: int) -> int:
+    from rlkit_td3.checks import check_seed
+
+    try:
+        return check_seed("--seed", seed)
+    except (TypeError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+
+
 def _load_run(run: str, env: str | None) -> tuple[Any, str]:
-    """The model of a run directory (or a model zip) and the env id to use with it."""
+    """The model of a run directory (or a model zip, ours or Stable-Baselines3's) and the env id to use with it,
+    checked: a file that does not load, or a model whose spaces are not the env's, is a `UsageError`."""
+    import gymnasium as gym
+
+    from rlkit_td3 import TD3
     from rlkit_td3.experiments import algorithm_class, check_env_id
-    from rlkit_td3.serialization import read_model_zip
+    from rlkit_td3.sb3_import import is_sb3_zip
+    from rlkit_td3.serialization import read_model_zip, spaces_equal
 
     path = Path(run)
     if path.is_dir():
@@ -58,8 +72,23 @@ def _load_run(run: str, env: str | None) -> tuple[Any, str]:
     if env_id is None:
         raise UsageError("--env is needed for a model outside a run directory")
     check_env_id(env_id)
-    algo = read_model_zip(path)[0]["algorithm"].lower()
-    return algorithm_class(algo).load(path), env_id
+    try:
+        # an SB3 TD3/DDPG zip loads as TD3 (the general one), as TD3.load accepts it
+        cls = TD3 if is_sb3_zip(path) else algorithm_class(str(read_model_zip(path)[0].get("algorithm")).lower())
+        model = cls.load(path)
+    except (ValueError, TypeError, OSError) as exc:
+        raise UsageError(f"cannot load the model {path}: {exc}") from None
+    probe = gym.make(env_id)
+    try:
+        for name in ("observation_space", "action_space"):
+            if not spaces_equal(getattr(model, name), getattr(probe, name)):
+                raise UsageError(
+                    f"the model {path} was trained on another {name} ({getattr(model, name)}) than {env_id}'s "
+                    f"({getattr(probe, name)}); pass the env it was trained on with --env"
+                )
+    finally:
+        probe.close()
+    return model, env_id
 
 
 def evaluate(args: argparse.Namespace) -> int:
@@ -68,9 +97,10 @@ def evaluate(args: argparse.Namespace) -> int:
 
     from rlkit_td3.evaluation import evaluate_policy
 
+    seed = _check_seed(args.seed)
     model, env_id = _load_run(args.run, args.env)
     episodes = args.episodes if _smoke_timesteps() is None else 1
-    mean, std = evaluate_policy(model, gym.make(env_id), n_eval_episodes=episodes, seed=args.seed)
+    mean, std = evaluate_policy(model, gym.make(env_id), n_eval_episodes=episodes, seed=seed)
     print(f"{env_id}: mean return {mean:.2f} ± {std:.2f} over {episodes} episodes")
     return 0
 
@@ -81,10 +111,11 @@ def record(args: argparse.Namespace) -> int:
 
     if Path(args.out).suffix.lower() not in (".mp4", ".gif"):
         raise UsageError(f"--out must end in .mp4 or .gif, got {args.out!r}")
+    seed = _check_seed(args.seed)
     model, env_id = _load_run(args.run, args.env)
     cap = _smoke_timesteps()
     steps = args.steps if cap is None else min(args.steps, cap)
-    path = record_video(model, env_id, args.out, n_steps=steps, seed=args.seed)
+    path = record_video(model, env_id, args.out, n_steps=steps, seed=seed)
     print(f"wrote {path} ({steps} steps of {env_id})")
     return 0
 
@@ -244,7 +275,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.func(args)
     except (UsageError, ConfigError, BackendError) as exc:
-        print(f"rlkit-td3: error: {exc}", file=sys.stderr)
+        print(f"rlkit-td3: error: {' '.join(str(exc).split())}", file=sys.stderr)  # one line
         return EXIT_USAGE
     except ComparisonError as exc:
         print(f"rlkit-td3: error: {exc}", file=sys.stderr)

@@ -42,6 +42,8 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.utils import env_checker as gym_checker
 
+from rlkit_td3.checks import check_bool
+
 N_NAN_CHECK_STEPS = 10
 """Random steps taken by the final check for NaN and infinite observations and rewards."""
 
@@ -385,6 +387,7 @@ def check_env(env: gym.Env, warn: bool = True, skip_render_check: bool = True) -
         TypeError: ``env`` is not a ``gymnasium.Env``, or its ``reset`` does not accept ``seed``.
         EnvCheckError: (an ``AssertionError``) a check failed; the message says which and how.
     """
+    warn, skip_render_check = check_bool("warn", warn), check_bool("skip_render_check", skip_render_check)
     if not isinstance(env, gym.Env):
         raise TypeError(
             f"env must be a gymnasium.Env (see https://gymnasium.farama.org/api/env/), got {type(env).__name__}"

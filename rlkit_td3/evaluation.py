@@ -19,6 +19,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, SyncVectorEnv, VectorEnv, VectorWrapper
 from gymnasium.wrappers.vector import RecordEpisodeStatistics
 
+from rlkit_td3.checks import check_bool
 from rlkit_td3.monitor import Monitor, is_monitored
 
 EvalCallbackFn = Callable[[dict[str, Any], dict[str, Any]], Any]
@@ -96,6 +97,9 @@ def evaluate_policy(
         or n_eval_episodes < 1
     ):
         raise ValueError(f"n_eval_episodes must be a positive int, got {n_eval_episodes!r}")
+    deterministic, render = check_bool("deterministic", deterministic), check_bool("render", render)
+    return_episode_rewards = check_bool("return_episode_rewards", return_episode_rewards)
+    warn = check_bool("warn", warn)
     if callback is not None and not callable(callback):
         raise TypeError(f"callback must be a function callback(locals, globals) or None, got {callback!r}")
     if reward_threshold is not None and (

@@ -110,9 +110,10 @@ def _normalization_arrays(
         arrays[name] = array
     if np.any(arrays["obs_var"] < 0):
         raise ValueError(f"obs_var must be >= 0, got {arrays['obs_var']}")
-    if isinstance(clip_obs, bool) or not isinstance(clip_obs, (int, float)) or not clip_obs > 0:
+    numbers = (int, float, np.integer, np.floating)  # NumPy scalars too, as everywhere
+    if isinstance(clip_obs, (bool, np.bool_)) or not isinstance(clip_obs, numbers) or not clip_obs > 0:
         raise ValueError(f"clip_obs must be a positive number, got {clip_obs!r}")
-    if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)) or not epsilon >= 0:
+    if isinstance(epsilon, (bool, np.bool_)) or not isinstance(epsilon, numbers) or not epsilon >= 0:
         raise ValueError(f"epsilon must be a number >= 0, got {epsilon!r}")
     std = np.sqrt(arrays["obs_var"] + float(epsilon))
     if np.any(std == 0):
@@ -149,6 +150,12 @@ def exportable_actor(
     policy = getattr(model_or_policy, "policy", model_or_policy)
     if not isinstance(policy, TD3Policy):
         raise TypeError(f"model_or_policy must be a TD3/DDPG model or a TD3Policy, got {type(model_or_policy)!r}")
+    if policy.observation_space.shape is None:
+        raise ValueError(
+            "export supports policies of Box (array or image) observations only; this one takes "
+            f"{type(policy.observation_space).__name__} observations ({policy.observation_space}): a Dict "
+            "(MultiInputPolicy) actor cannot be exported as one array-in, array-out file"
+        )
     if normalizer is not None:
         if obs_mean is not None or obs_var is not None:
             raise ValueError("pass either normalizer or obs_mean/obs_var, not both")

@@ -19,6 +19,7 @@ import gymnasium as gym
 import numpy as np
 import pandas as pd
 
+from rlkit_td3.checks import check_bool
 from rlkit_td3.serialization import atomic_write
 
 MONITOR_SUFFIX = "monitor.csv"
@@ -47,6 +48,7 @@ class Monitor(gym.Wrapper):
         info_keywords: Sequence[str] = (),
         override_existing: bool = True,
     ) -> None:
+        override_existing = check_bool("override_existing", override_existing)
         super().__init__(env)
         self.t_start = time.time()
         self.info_keywords = tuple(info_keywords)
@@ -212,7 +214,7 @@ def plot_results(
 
     if x_axis not in X_AXES:
         raise ValueError(f"x_axis must be one of {', '.join(X_AXES)}, got {x_axis!r}")
-    if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+    if isinstance(window, bool) or not isinstance(window, (int, np.integer)) or window < 1:
         raise ValueError(f"window must be a positive int, got {window!r}")
     folders = [dirs] if isinstance(dirs, (str, os.PathLike)) else list(dirs)
     fig = Figure(figsize=figsize)

@@ -28,6 +28,7 @@ from rlkit_td3.buffers import (
     ReplayBufferSamples,
 )
 from rlkit_td3.callbacks import MaybeCallback, convert_callback
+from rlkit_td3.checks import check_bool
 from rlkit_td3.dict_obs import obs_copy, obs_rows, obs_set_row, obs_where
 from rlkit_td3.fused_update import FusedUpdate
 from rlkit_td3.her import HerReplayBuffer, per_env_infos
@@ -201,8 +202,7 @@ class OffPolicyAlgorithm(BaseAlgorithm):
             raise ValueError(
                 f"n_steps={self.n_steps} and replay_buffer_kwargs n_steps={buffer_n_steps!r} disagree: give one of them"
             )
-        if not isinstance(optimize_memory_usage, (bool, np.bool_)):
-            raise TypeError(f"optimize_memory_usage must be a bool, got {optimize_memory_usage!r}")
+        check_bool("optimize_memory_usage", optimize_memory_usage)
         self.optimize_memory_usage = bool(optimize_memory_usage)
         super().__init__(
             policy,
@@ -224,6 +224,16 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         if _init_setup_model:
             self._setup_model()
             self._fit_to_env(strict=True)
+
+    @property
+    def use_fused_update(self) -> bool:
+        """Whether ``train`` makes eligible updates with `rlkit_td3.fused_update.FusedUpdate` (see the class
+        docstring); set it to True or False (a bool: anything else is a ``TypeError``)."""
+        return self._use_fused_update
+
+    @use_fused_update.setter
+    def use_fused_update(self, value: bool) -> None:
+        self._use_fused_update = check_bool("use_fused_update", value)
 
     # ------------------------------------------------------------------ setup
     def _setup_model(self) -> None:
@@ -342,6 +352,7 @@ class OffPolicyAlgorithm(BaseAlgorithm):
             raise ValueError(f"tb_log_name must be a non-empty folder name, got {tb_log_name!r}")
         if self._venv is None:
             raise ValueError("the model has no env: pass env= to load() or call set_env() before learn()")
+        reset_num_timesteps = check_bool("reset_num_timesteps", reset_num_timesteps)
         callback = convert_callback(callback, progress_bar=progress_bar)
         if reset_num_timesteps:
             self.num_timesteps = 0
@@ -634,7 +645,7 @@ class OffPolicyAlgorithm(BaseAlgorithm):
     def _fused_update_for(self, batch_size: int) -> FusedUpdate | None:
         """The model's `FusedUpdate` for ``batch_size``, rebuilt when the policy, a module, a parameter or the batch
         size changed since it was built; None when ``use_fused_update`` is off or the model is not eligible."""
-        if not self.use_fused_update:
+        if not self._use_fused_update:
             return None
         key = FusedUpdate.state_key(self, batch_size)
         cached = self._fused_update

@@ -22,7 +22,8 @@ class RunningMeanStd:
     """
 
     def __init__(self, epsilon: float = 1e-4, shape: tuple[int, ...] = ()) -> None:
-        if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)) or not epsilon > 0:
+        numbers = (int, float, np.integer, np.floating)
+        if isinstance(epsilon, bool) or not isinstance(epsilon, numbers) or not epsilon > 0:
             raise ValueError(f"epsilon must be a positive number, got {epsilon!r}")
         self.mean = np.zeros(shape, dtype=np.float64)
         self.var = np.ones(shape, dtype=np.float64)
@@ -65,4 +66,39 @@ class RunningMeanStd:
         self.count = float(total)
 
 
-__all__ = ["RunningMeanStd"]
+def check_running_stats(
+    where: str, mean: Any, var: Any, count: Any, shape: tuple[int, ...] | None = None
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """Checked running statistics from outside (a file, a state dict): ``(mean, var, count)`` as float64.
+
+    The one check of every restored statistic (`VecNormalize` files and states, the policy's `ObsNormalizer`):
+    ``mean`` and ``var`` real arrays of the same shape (``shape`` when given), finite, ``var >= 0``; ``count`` one
+    finite number > 0.
+
+    Raises:
+        ValueError: naming ``where`` and what is wrong.
+    """
+    arrays = {}
+    for name, value in (("mean", mean), ("var", var)):
+        array = np.asarray(value)
+        if array.dtype.kind not in "biuf" or array.dtype == bool:
+            raise ValueError(f"{where}.{name} must hold real numbers, got dtype {array.dtype}")
+        arrays[name] = array.astype(np.float64)
+        if not np.all(np.isfinite(arrays[name])):
+            raise ValueError(f"{where}.{name} holds non-finite values")
+    mean, var = arrays["mean"], arrays["var"]
+    if var.shape != mean.shape or (shape is not None and mean.shape != tuple(shape)):
+        expected = mean.shape if shape is None else tuple(shape)
+        raise ValueError(f"{where}: mean has shape {mean.shape} and var {var.shape}, expected {expected}")
+    if np.any(var < 0):
+        raise ValueError(f"{where}.var must be >= 0, got a minimum of {var.min()!r}")
+    count_array = np.asarray(count)
+    if count_array.shape != () or count_array.dtype.kind not in "iuf":
+        raise ValueError(f"{where}.count must be one number, got {count_array.dtype} of shape {count_array.shape}")
+    count = float(count_array)
+    if not (np.isfinite(count) and count > 0):
+        raise ValueError(f"{where}.count must be a finite number > 0, got {count!r}")
+    return mean, var, count
+
+
+__all__ = ["RunningMeanStd", "check_running_stats"]

@@ -37,6 +37,8 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
+from rlkit_td3.checks import check_bool as require_bool  # the bool check of every trust switch
+
 FORMAT_NAME = "rlkit_td3"
 FORMAT_VERSION = 1
 METADATA_ENTRY = "metadata.json"
@@ -46,16 +48,6 @@ BUFFER_ENTRY = "replay_buffer.npz"
 
 class ModelFileError(ValueError):
     """A model file is unreadable, inconsistent, or asks for something loading does not allow."""
-
-
-def require_bool(name: str, value: Any) -> bool:
-    """``value`` if it is a real ``bool``; anything else (``"false"``, ``0``, ``None``) is a ``TypeError``.
-
-    Used for every switch that changes what loading trusts, so that a truthy string never turns one on.
-    """
-    if not isinstance(value, bool):
-        raise TypeError(f"{name} must be True or False (a bool), got {value!r} of type {type(value).__name__}")
-    return value
 
 
 @contextlib.contextmanager

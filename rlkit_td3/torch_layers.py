@@ -14,10 +14,12 @@ channels-first and channels-last images alike and moves the channels itself.
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 from gymnasium import spaces
 from torch import nn
 
+from rlkit_td3.checks import check_bool
 from rlkit_td3.preprocessing import get_flattened_obs_dim, is_image_space, is_image_space_channels_first
 
 
@@ -34,8 +36,9 @@ class BaseFeaturesExtractor(nn.Module):
 
     def __init__(self, observation_space: spaces.Space, features_dim: int = 0):
         super().__init__()
-        if isinstance(features_dim, bool) or not isinstance(features_dim, int) or features_dim < 0:
+        if isinstance(features_dim, bool) or not isinstance(features_dim, (int, np.integer)) or features_dim < 0:
             raise ValueError(f"features_dim must be a non-negative int, got {features_dim!r}")
+        features_dim = int(features_dim)
         self._observation_space = observation_space
         self._features_dim = features_dim
 
@@ -71,6 +74,7 @@ class NatureCNN(BaseFeaturesExtractor):
     """
 
     def __init__(self, observation_space: spaces.Box, features_dim: int = 512, normalized_image: bool = False):
+        normalized_image = check_bool("normalized_image", normalized_image)
         if not is_image_space(observation_space, check_channels=False, normalized_image=normalized_image):
             raise ValueError(
                 f"NatureCNN needs an image observation space (a uint8 Box of shape (C, H, W) or (H, W, C) with "
@@ -119,6 +123,7 @@ class CombinedExtractor(BaseFeaturesExtractor):
     """
 
     def __init__(self, observation_space: spaces.Dict, cnn_output_dim: int = 256, normalized_image: bool = False):
+        normalized_image = check_bool("normalized_image", normalized_image)
         if not isinstance(observation_space, spaces.Dict):
             raise TypeError(
                 f"CombinedExtractor needs a gymnasium.spaces.Dict observation space, got {observation_space!r}"

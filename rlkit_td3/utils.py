@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from rlkit_td3.checks import check_bool, check_seed
 from rlkit_td3.schedules import ConstantSchedule, LinearSchedule, Schedule
 
 _TRAIN_FREQ_UNITS = ("step", "episode")
@@ -135,7 +136,8 @@ def set_random_seed(seed: int, using_cuda: bool = False) -> None:
         using_cuda: also make cuDNN deterministic (``torch.backends.cudnn.deterministic = True``,
             ``benchmark = False``), as Stable-Baselines3 does.
     """
-    seed = _check_int("seed", seed, 0)
+    seed = check_seed("seed", seed)
+    using_cuda = check_bool("using_cuda", using_cuda)
     random.seed(seed)
     np.random.seed(seed % 2**32)  # noqa: NPY002  (the global generator is what SB3 seeds)
     torch.manual_seed(seed)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -105,3 +106,96 @@ def test_train_with_the_plus_preset(tmp_path, capsys):
     assert config["origins"]["replay_buffer"] == "preset:plus"
     model = TD3.load(out / "model.zip")
     assert model.n_steps == 3 and type(model.replay_buffer).__name__ == "LAPReplayBuffer"
+
+
+_TRAIN = ["train", "--algo", "td3", "--env", "Pendulum-v1", "--timesteps", "300", "--no-progress-bar"]
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--hp", "gamma=1.5"], "gamma"),
+        (["--hp", "tau=-0.1"], "tau"),
+        (["--hp", "batch_size=0"], "batch_size"),
+        (["--hp", "learning_rate=-1.0"], "learning_rate"),
+        (["--hp", "policy_delay=0"], "policy_delay"),
+        (["--hp", "target_noise_clip=-1.0"], "target_noise_clip"),
+        (["--hp", "buffer_size=0"], "buffer_size"),
+        (["--hp", "gradient_steps=-2"], "gradient_steps"),
+        (["--hp", "net_arch=[0]"], "net_arch"),
+        (["--hp", "learning_starts=-1"], "learning_starts"),
+        (["--hp", "noise_std=-0.5"], "noise_std|scale|sigma"),
+        (["--seed", "-1"], r"seed must be an int in \[0, 2\*\*64 - 1\]"),
+        (["--seed", str(2**70)], r"seed must be an int in \[0, 2\*\*64 - 1\]"),
+        (["--device", "cuda:0" if not __import__("torch").cuda.is_available() else "nonsense"], "device"),
+    ],
+)
+def test_train_user_errors_are_one_line_exit_2_and_write_nothing(tmp_path, capsys, extra, message):
+    out = tmp_path / "run"
+    assert main([*_TRAIN, "--out", str(out), *extra]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("rlkit-td3: error:"), err
+    assert re.search(message, err), err
+    assert not out.exists(), sorted(p.name for p in out.iterdir())
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    out = tmp_path_factory.mktemp("cli") / "run"
+    assert main([*_TRAIN, "--out", str(out), "--eval-freq", "300", "--eval-episodes", "1", *SMALL]) == 0
+    return out
+
+
+def test_eval_of_a_truncated_or_mismatched_model_is_one_line_exit_2(trained, tmp_path, capsys):
+    truncated = tmp_path / "truncated.zip"
+    truncated.write_bytes((trained / "model.zip").read_bytes()[:2000])
+    capsys.readouterr()
+    assert main(["eval", str(truncated), "--env", "Pendulum-v1", "--episodes", "1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "cannot load the model" in err, err
+    assert main(["eval", str(trained / "model.zip"), "--env", "MountainCarContinuous-v0", "--episodes", "1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "trained on another observation_space" in err, err
+    assert main(["eval", str(trained), "--episodes", "1", "--seed", "-3"]) == 2
+    assert "--seed must be an int" in capsys.readouterr().err
+
+
+def test_eval_accepts_an_sb3_zip_that_td3_load_accepts(tmp_path, capsys):
+    sb3 = pytest.importorskip("stable_baselines3")
+    model = sb3.TD3(
+        "MlpPolicy",
+        "Pendulum-v1",
+        learning_starts=50,
+        batch_size=16,
+        seed=0,
+        device="cpu",
+        policy_kwargs={"net_arch": [16]},
+    )
+    model.learn(60)
+    path = tmp_path / "sb3_td3.zip"
+    model.save(path)
+    TD3.load(path)  # the library accepts it
+    capsys.readouterr()
+    assert main(["eval", str(path), "--env", "Pendulum-v1", "--episodes", "1"]) == 0, capsys.readouterr().err
+    assert "Pendulum-v1: mean return" in capsys.readouterr().out
+
+
+def test_resume_falls_back_to_the_last_complete_checkpoint_pair(tmp_path, capsys):
+    from rlkit_td3.experiments import latest_checkpoint
+
+    out = tmp_path / "run"
+    argv = [*_TRAIN[:-3], "--timesteps", "800", "--checkpoint-freq", "300", "--eval-freq", "800", "--eval-episodes"]
+    assert main([*argv, "1", "--out", str(out), "--no-progress-bar", *SMALL[:-1]]) == 0
+    folder = out / "checkpoints"
+    assert latest_checkpoint(out)[0] == 600
+    (folder / "rl_model_replay_buffer_600_steps.npz").unlink()  # killed between the model and its buffer
+    steps, model_path, buffer_path = latest_checkpoint(out)
+    assert steps == 300 and model_path.name == "rl_model_300_steps.zip" and buffer_path.is_file()
+    (folder / "rl_model_replay_buffer_300_steps.npz").unlink()
+    from rlkit_td3.experiments import ConfigError
+
+    with pytest.raises(ConfigError, match="none with its replay buffer file"):
+        latest_checkpoint(out)
+    capsys.readouterr()
+    assert main([*argv, "1", "--out", str(out), "--no-progress-bar", "--resume", *SMALL[:-1]]) == 2
+    assert "none with its replay buffer file" in capsys.readouterr().err

@@ -56,7 +56,7 @@ class _CreatesFile:
         return (open, (self.target, "w"))
 
 
-@pytest.mark.parametrize("value", ["false", "0", "no", "", 0, 1, None, np.bool_(False)])
+@pytest.mark.parametrize("value", ["false", "0", "no", "", 0, 1, None])
 def test_allow_pickle_must_be_a_bool_and_the_pickle_never_runs(tmp_path, genuine, value):
     marker = tmp_path / "pwned"
     entries = _entries(genuine)
@@ -73,6 +73,21 @@ def test_allow_pickle_must_be_a_bool_and_the_pickle_never_runs(tmp_path, genuine
     # checked before the file is opened: a missing file still reports the bad switch
     with pytest.raises(TypeError, match="allow_pickle"):
         TD3.load(tmp_path / "missing.zip", allow_pickle=value)
+
+
+def test_a_numpy_false_allow_pickle_is_false_and_the_pickle_never_runs(tmp_path, genuine):
+    # a NumPy bool is a bool, as for every switch (rlkit_td3.checks.check_bool)
+    marker = tmp_path / "pwned"
+    entries = _entries(genuine)
+    meta = json.loads(entries["metadata.json"])
+    meta["schedules"]["learning_rate"] = {"pickled": True}
+    meta["pickled_keys"] = ["learning_rate"]
+    evil = pickle.dumps({"learning_rate": _CreatesFile(str(marker))})
+    path = _write(tmp_path, _zip({**entries, "metadata.json": json.dumps(meta).encode(), "pickled.pkl": evil}))
+    with pytest.raises(ValueError, match="allow_pickle=True"):
+        TD3.load(path, allow_pickle=np.False_)
+    assert read_model_zip(path, allow_pickle=np.False_)[2] == {}
+    assert not marker.exists()
 
 
 @pytest.mark.parametrize("name", ["print_system_info", "force_reset"])

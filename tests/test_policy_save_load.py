@@ -167,6 +167,12 @@ def _set_arch(arch):
         (lambda m: m["action_space"].update(high=["inf", "inf"]), None, "finite bounds"),
         (lambda m: m.pop("content"), None, "whole TD3Policy model, not a policy"),
         (lambda m: m.update(format_version=99), None, "format version 99"),
+        # TD3.load's allow-lists: a torch class that is no activation (Transformer would be built per layer)
+        (lambda m: m["policy"]["kwargs"].update(activation_fn="torch.nn.Transformer"), None, "activation_fn"),
+        (lambda m: m["policy"]["kwargs"].update(optimizer_class="torch.optim.LBFGS"), None, "optimizer_class"),
+        # a NaN weight would predict NaN
+        (None, lambda s: s["actor.mu.0.weight"].view(-1)[0].fill_(float("nan")), r"actor.mu.0.weight.*non-finite"),
+        (None, lambda s: s["critic.biases.0"].fill_(float("inf")), r"critic.biases.0.*non-finite"),
     ],
 )
 def test_hostile_policy_files_raise_model_file_error(saved, edit_metadata, edit_state, message):

@@ -243,3 +243,23 @@ def test_alpha_zero_trains_bitwise_like_the_uniform_buffer(optimize):
     assert not torch.equal(
         shifted.policy.state_dict()["actor.mu.0.weight"], uniform.policy.state_dict()["actor.mu.0.weight"]
     )
+
+
+@pytest.mark.parametrize("buffer_class", [PrioritizedReplayBuffer, LAPReplayBuffer])
+@pytest.mark.parametrize("optimize", [False, True])
+def test_loading_a_smaller_buffer_rebuilds_the_tree_from_its_rows_alone(buffer_class, optimize):
+    small = _filled(buffer_class(1000, OBS, ACT, seed=1, optimize_memory_usage=optimize), 300)
+    full = _filled(buffer_class(1000, OBS, ACT, seed=2, optimize_memory_usage=optimize), 1200)
+    full.update_priorities(np.arange(0, 1000, 3), np.full(334, 7.0))  # old priorities everywhere
+    before = full.tree.nodes.copy()
+    small.max_priority = 1e-3  # a file whose max_priority is below its priorities is refused, the tree unchanged
+    with pytest.raises(ModelFileError, match="priorities must be finite"):
+        full.load(io.BytesIO(small.to_bytes()))
+    np.testing.assert_array_equal(full.tree.nodes, before)
+    small.max_priority = 1.0
+    full.load(io.BytesIO(small.to_bytes()))
+    assert full.size() == 300
+    np.testing.assert_array_equal(full.tree.nodes, small.tree.nodes)
+    rows = np.concatenate([full.sample(64).indices for _ in range(20)])
+    stored = np.arange(300) if not optimize else full._rows_of(np.arange(300))
+    assert np.isin(rows, stored).all(), f"{np.mean(~np.isin(rows, stored)):.0%} of the draws are unloaded rows"

@@ -369,3 +369,79 @@ def test_load_never_runs_code_from_the_file_without_allow_pickle(tmp_path):
         archive.writestr("../escape", b"")
     with pytest.raises(ValueError, match="entries"):
         VecNormalize.load(tmp_path / "extra.zip", venv)
+
+
+def _write_state(path, config, arrays):
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("vec_normalize.json", config if isinstance(config, str) else json.dumps(config))
+        archive.writestr("statistics.npz", buf.getvalue())
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"arrays": {"obs_rms.var": np.array([-1.0, 1.0])}}, r"obs_rms.var must be >= 0"),
+        ({"arrays": {"obs_rms.var": np.array([np.nan, 1.0])}}, r"obs_rms.var holds non-finite values"),
+        ({"arrays": {"obs_rms.mean": np.array([np.nan, 0.0])}}, r"obs_rms.mean holds non-finite values"),
+        ({"arrays": {"obs_rms.mean": np.array([np.inf, 0.0])}}, r"obs_rms.mean holds non-finite values"),
+        ({"arrays": {"obs_rms.count": np.array(-3.0)}}, r"obs_rms.count must be a finite number > 0"),
+        ({"arrays": {"ret_rms.count": np.array(0.0)}}, r"ret_rms.count must be a finite number > 0"),
+        ({"arrays": {"ret_rms.count": np.array([1.0, 2.0])}}, r"ret_rms.count must be one number"),
+        ({"arrays": {"ret_rms.mean": np.zeros(3), "ret_rms.var": np.ones(3)}}, r"ret_rms: mean has shape \(3,\)"),
+        ({"arrays": {"obs_rms.mean": np.array(["a", "b"])}}, r"obs_rms.mean must hold real numbers"),
+        ({"config": {"gamma": "0.9"}}, r"gamma must be a number in \[0, 1\], got '0.9'"),
+        ({"config": {"gamma": 1.5}}, r"gamma must be a number in \[0, 1\], got 1.5"),
+        ({"config": {"epsilon": 1e309}}, r"epsilon must be a finite positive number"),
+        ({"config": {"clip_obs": -1.0}}, r"clip_obs must be a positive number"),
+    ],
+)
+def test_load_refuses_crafted_statistics_and_settings(tmp_path, change, message):
+    venv = noisy_venv()
+    venv.reset()
+    run(venv, 5)
+    state = venv.get_state()
+    state["config"].update(change.get("config", {}))
+    state["arrays"].update(change.get("arrays", {}))
+    path = tmp_path / "crafted.zip"
+    _write_state(path, state["config"], state["arrays"])
+    with pytest.raises(ValueError, match=message):
+        VecNormalize.load(path, noisy_venv().venv)
+    other = noisy_venv()  # the same checks for a state given as Python objects, and nothing changes
+    before = other.get_state()
+    with pytest.raises(ValueError, match=message):
+        other.set_state(state)
+    np.testing.assert_array_equal(other.obs_rms.var, before["arrays"]["obs_rms.var"])
+
+
+def test_load_refuses_deeply_nested_json(tmp_path):
+    venv = noisy_venv()
+    state = venv.get_state()
+    path = tmp_path / "deep.zip"
+    _write_state(path, "[" * 100_000 + "]" * 100_000, state["arrays"])
+    with pytest.raises(ValueError, match="not a readable VecNormalize file: RecursionError"):
+        VecNormalize.load(path, noisy_venv().venv)
+
+
+@pytest.mark.parametrize("epsilon", [np.inf, np.nan, 0.0, -1e-8])
+def test_epsilon_must_be_finite_and_positive(epsilon):
+    with pytest.raises(ValueError, match="epsilon must be a finite positive number"):
+        VecNormalize(DummyVecEnv([lambda: make_counter(5)]), epsilon=epsilon)
+    VecNormalize(DummyVecEnv([lambda: make_counter(5)]), clip_obs=np.inf, clip_reward=np.float32(3))  # no clipping
+
+
+def test_policy_observation_statistics_get_the_same_check():
+    import torch
+
+    from rlkit_td3 import TD3
+
+    model = TD3("MlpPolicy", make_counter(5), policy_kwargs={"net_arch": [8], "normalize_obs": True}, seed=0)
+    state = model.policy.state_dict()
+    state["obs_normalizer.var"] = torch.tensor([-1.0, 1.0], dtype=torch.float64)
+    with pytest.raises(ValueError, match=r"obs_normalizer.var must be >= 0"):
+        model.policy.load_state_dict(state)
+    state["obs_normalizer.var"] = torch.ones(2, dtype=torch.float64)
+    state["obs_normalizer.count"] = torch.tensor(-1.0, dtype=torch.float64)
+    with pytest.raises(ValueError, match=r"obs_normalizer.count must be a finite number > 0"):
+        model.policy.load_state_dict(state)

@@ -23,6 +23,7 @@ import torch
 from gymnasium import spaces
 
 from rlkit_td3.buffers.replay_buffer import ReplayBuffer, normalize_samples, sb3_episode_flags
+from rlkit_td3.checks import check_bool
 from rlkit_td3.file_checks import MAX_BUFFER_META_BYTES, check_buffer_meta, check_dict_obs_dtypes, read_npy_member
 from rlkit_td3.serialization import ModelFileError, atomic_write
 from rlkit_td3.utils import get_device
@@ -101,8 +102,7 @@ class DictReplayBuffer(ReplayBuffer):
             raise ValueError(f"buffer_size must be a positive int, got {buffer_size!r}")
         if isinstance(n_envs, (bool, np.bool_)) or not isinstance(n_envs, (int, np.integer)) or n_envs < 1:
             raise ValueError(f"n_envs must be a positive int, got {n_envs!r}")
-        if not isinstance(optimize_memory_usage, (bool, np.bool_)):
-            raise TypeError(f"optimize_memory_usage must be a bool, got {optimize_memory_usage!r}")
+        check_bool("optimize_memory_usage", optimize_memory_usage)
         if optimize_memory_usage:
             raise ValueError(
                 f"optimize_memory_usage=True is not available with Dict observations ({type(self).__name__}); "

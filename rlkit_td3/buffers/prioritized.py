@@ -301,7 +301,14 @@ class PrioritizedReplayBuffer(NStepReplayBuffer):
         leaves = read_npy_member(archive, "priorities", np.float64, None, max_items=len(self.rewards))
         if not np.all(np.isfinite(leaves)) or np.any(leaves < 0) or np.any(leaves > max_priority):
             raise ModelFileError("replay buffer priorities must be finite, >= 0 and <= max_priority")
-        super()._load_checked(archive)
+        # the tree is rebuilt from the loaded rows alone: rows the file does not fill get priority 0 (never drawn)
+        previous = self.tree.leaves.copy()
+        self.tree.leaves[:] = 0.0
+        try:
+            super()._load_checked(archive)
+        except BaseException:
+            self.tree.leaves[:] = previous
+            raise
         self.tree.rebuild()
         self.max_priority, self.progress = float(max_priority), float(progress)
 

@@ -29,6 +29,7 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
+from rlkit_td3.checks import check_bool
 from rlkit_td3.file_checks import (
     MAX_BUFFER_META_BYTES,
     check_buffer_meta,
@@ -153,8 +154,7 @@ class ReplayBuffer:
         self.action_dim = int(np.prod(_flat_box_dim(action_space, "action_space")))
         self.device = get_device(device)
         self.n_envs = n_envs
-        if not isinstance(optimize_memory_usage, (bool, np.bool_)):
-            raise TypeError(f"optimize_memory_usage must be a bool, got {optimize_memory_usage!r}")
+        check_bool("optimize_memory_usage", optimize_memory_usage)
         self.optimize_memory_usage = bool(optimize_memory_usage)
         self.pos = 0
         self.full = False

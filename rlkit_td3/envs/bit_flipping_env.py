@@ -26,6 +26,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from rlkit_td3.checks import check_bool
+
 IMAGE_SIDE = 36
 """Side of the square image observations (the smallest the default CNN takes)."""
 
@@ -61,6 +63,9 @@ class BitFlippingEnv(gym.Env):
     ) -> None:
         if isinstance(n_bits, bool) or not isinstance(n_bits, (int, np.integer)) or n_bits < 1:
             raise ValueError(f"n_bits must be a positive int, got {n_bits!r}")
+        continuous, channel_first = check_bool("continuous", continuous), check_bool("channel_first", channel_first)
+        discrete_obs_space = check_bool("discrete_obs_space", discrete_obs_space)
+        image_obs_space = check_bool("image_obs_space", image_obs_space)
         if discrete_obs_space and image_obs_space:
             raise ValueError("discrete_obs_space and image_obs_space cannot both be True")
         if discrete_obs_space and n_bits > 30:

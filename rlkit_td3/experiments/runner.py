@@ -22,6 +22,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from rlkit_td3.checks import check_seed
 from rlkit_td3.experiments.presets import ConfigError, algorithm_class, make_model, resolve_config
 from rlkit_td3.serialization import atomic_write
 
@@ -68,6 +69,11 @@ class RunSpec:
                 non-positive count.
         """
         check_env_id(self.env_id)
+        try:
+            check_seed("seed", self.seed)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(str(exc)) from None
+        _check_device(self.device)
         for name in ("n_envs", "eval_freq", "eval_episodes", "checkpoint_freq"):
             _check_positive(name, getattr(self, name))
         if self.timesteps is not None:
@@ -86,6 +92,21 @@ def _check_positive(name: str, value: Any) -> None:
         raise ConfigError(f"{name} must be a positive integer, got {value!r}")
 
 
+def _check_device(device: Any) -> None:
+    """Raise ConfigError unless ``device`` names a torch device this machine has (``"auto"`` always does)."""
+    import torch
+
+    if device == "auto":
+        return
+    try:
+        kind = torch.device(device).type
+    except (RuntimeError, TypeError) as exc:
+        raise ConfigError(f"device {device!r} is not a torch device ({exc}); use auto, cpu or cuda") from None
+    available = {"cpu": True, "cuda": torch.cuda.is_available(), "mps": torch.backends.mps.is_available()}
+    if not available.get(kind, False):
+        raise ConfigError(f"device {device!r} is not available on this machine; use auto or cpu")
+
+
 def check_env_id(env_id: str) -> None:
     """Raise ConfigError naming ``env_id`` and its close matches when it is not a registered gymnasium id."""
     import rlkit_td3  # noqa: F401  (registers the Bullet ids)
@@ -96,19 +117,32 @@ def check_env_id(env_id: str) -> None:
         raise ConfigError(f"unknown env id {env_id!r}{hint}")
 
 
-def latest_checkpoint(run_dir: str | Path) -> tuple[int, Path, Path | None] | None:
-    """The newest ``checkpoints/rl_model_<t>_steps.zip`` of a run directory: ``(t, model file, buffer file or
-    None)``, or None when there is no checkpoint."""
+def latest_checkpoint(run_dir: str | Path) -> tuple[int, Path, Path] | None:
+    """The newest complete checkpoint of a run directory: ``(t, model file, buffer file)`` for the largest ``t``
+    with both ``checkpoints/rl_model_<t>_steps.zip`` and ``rl_model_replay_buffer_<t>_steps.npz`` (a checkpoint
+    is the pair: a run killed between writing the two leaves a model whose buffer is missing, and the previous
+    pair is the last complete one). None when the directory holds no checkpoint at all.
+
+    Raises:
+        ConfigError: there are checkpoint models but none with its replay buffer.
+    """
     folder = Path(run_dir) / CHECKPOINT_DIR
-    best: tuple[int, Path] | None = None
+    stamps = []
     for path in folder.glob("rl_model_*_steps.zip") if folder.is_dir() else ():
         stamp = path.stem[len("rl_model_") : -len("_steps")]
-        if stamp.isdigit() and (best is None or int(stamp) > best[0]):
-            best = (int(stamp), path)
-    if best is None:
-        return None
-    buffer = folder / f"rl_model_replay_buffer_{best[0]}_steps.npz"
-    return best[0], best[1], buffer if buffer.exists() else None
+        if stamp.isdigit():
+            stamps.append(int(stamp))
+    for stamp in sorted(stamps, reverse=True):
+        buffer = folder / f"rl_model_replay_buffer_{stamp}_steps.npz"
+        if buffer.is_file():
+            return stamp, folder / f"rl_model_{stamp}_steps.zip", buffer
+    if stamps:
+        raise ConfigError(
+            f"{folder} holds checkpoint models ({', '.join(f'{t} steps' for t in sorted(stamps))}) but none with its "
+            "replay buffer file (a run killed while writing its first checkpoint): resuming would restart from "
+            "an empty buffer; remove the run directory and train afresh"
+        )
+    return None
 
 
 def read_evaluations(run_dir: str | Path) -> dict[str, np.ndarray]:
@@ -191,21 +225,29 @@ def train_run(
     config = spec.resolve()
     timesteps = config["timesteps"]
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    latest = latest_checkpoint(out)
-    if latest is not None and not resume:
+    if (out / CHECKPOINT_DIR).is_dir() and any((out / CHECKPOINT_DIR).glob("rl_model_*_steps.zip")) and not resume:
         raise ConfigError(
             f"{out} holds the checkpoints of an earlier run; pass resume=True (--resume) to continue it, "
             "or choose another directory"
         )
+    latest = latest_checkpoint(out)
+    if latest is None:
+        # every constructor check (hyperparameter values, seed, device) before anything is written in ``out``
+        probe_env = gym.make(spec.env_id)
+        try:
+            make_model(config, probe_env, seed=spec.seed, device=spec.device)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"bad configuration: {exc}") from None
+        finally:
+            probe_env.close()
+    out.mkdir(parents=True, exist_ok=True)
     if latest is not None:
         _check_same_run(out / "config.json", config)
         steps, model_path, buffer_path = latest
         _cut_monitor(out / "monitor.csv", steps // spec.n_envs)
         env = _make_env(spec.env_id, spec.n_envs, out / "monitor.csv", append=True)
         model = algorithm_class(config["algo"]).load(model_path, env=env, device=spec.device)
-        if buffer_path is not None:
-            model.load_replay_buffer(buffer_path)
+        model.load_replay_buffer(buffer_path)
         print(f"resuming {model_path} at {model.num_timesteps} of {timesteps} steps", flush=True)
     else:
         env = _make_env(spec.env_id, spec.n_envs, out / "monitor.csv")

@@ -37,6 +37,7 @@ from gymnasium.vector import VectorEnv
 
 from rlkit_td3.buffers.dict_replay_buffer import DictReplayBuffer, DictReplayBufferSamples
 from rlkit_td3.buffers.replay_buffer import normalize_samples, sb3_episode_flags
+from rlkit_td3.checks import check_bool
 from rlkit_td3.file_checks import check_her_episodes, check_her_state, read_npy_member
 from rlkit_td3.her.goal_selection_strategy import GoalSelectionStrategy, goal_selection_strategy
 from rlkit_td3.serialization import ModelFileError
@@ -109,8 +110,7 @@ class HerReplayBuffer(DictReplayBuffer):
     ) -> None:
         if isinstance(n_sampled_goal, bool) or not isinstance(n_sampled_goal, (int, np.integer)) or n_sampled_goal < 0:
             raise ValueError(f"n_sampled_goal must be a non-negative int, got {n_sampled_goal!r}")
-        if not isinstance(copy_info_dict, (bool, np.bool_)):
-            raise TypeError(f"copy_info_dict must be a bool, got {copy_info_dict!r}")
+        check_bool("copy_info_dict", copy_info_dict)
         strategy = _strategy(goal_selection_strategy)
         if isinstance(n_envs, (int, np.integer)) and not isinstance(n_envs, bool) and n_envs > buffer_size:
             raise ValueError(f"buffer_size ({buffer_size}) must be at least n_envs ({n_envs})")
@@ -139,6 +139,7 @@ class HerReplayBuffer(DictReplayBuffer):
         self._current_ep_start = np.zeros(self.n_envs, dtype=np.int64)
         self._current_ep_length = np.zeros(self.n_envs, dtype=np.int64)
         self._valid_rows: np.ndarray | None = None
+        self._outgrown_by: int | None = None  # an env whose running episode filled its whole ring (for sample's error)
 
     @property
     def n_slots(self) -> int:
@@ -264,6 +265,7 @@ class HerReplayBuffer(DictReplayBuffer):
             self._valid_rows = None
         elif self._current_ep_length[env] == slots:
             # The running episode fills the whole ring: it loses its oldest step.
+            self._outgrown_by = env
             self._current_ep_start[env] = (self._current_ep_start[env] + 1) % slots
             self._current_ep_length[env] -= 1
             first = env * slots
@@ -317,6 +319,13 @@ class HerReplayBuffer(DictReplayBuffer):
             raise ValueError(f"batch_size must be positive, got {batch_size!r}")
         valid = self._sampleable_rows()
         if len(valid) == 0:
+            if self._outgrown_by is not None:
+                raise ValueError(
+                    f"HerReplayBuffer holds no complete episode: an episode of env {self._outgrown_by} was longer "
+                    f"than the {self.n_slots} rows each env's ring holds (buffer_size={self.buffer_size} shared by "
+                    f"n_envs={self.n_envs}), so every episode is overwritten before it ends. HER samples complete "
+                    "episodes only: choose buffer_size larger than n_envs times the env's episode length"
+                )
             raise ValueError(
                 "HerReplayBuffer cannot sample before the first episode has ended: choose learning_starts "
                 "larger than the env's episode length"

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from rlkit_td3.running_mean_std import RunningMeanStd
+from rlkit_td3.running_mean_std import RunningMeanStd, check_running_stats
 
 
 class ObsNormalizer(nn.Module):
@@ -72,15 +72,9 @@ class ObsNormalizer(nn.Module):
         return ((obs - self._shift.to(obs.dtype)) * self._scale.to(obs.dtype)).clamp(-self.clip_obs, self.clip_obs)
 
     def _load_from_state_dict(self, state_dict: dict[str, Any], prefix: str, *args: Any, **kwargs: Any) -> None:
-        for name in ("mean", "var", "count"):
-            value = state_dict.get(prefix + name)
-            if isinstance(value, torch.Tensor) and not bool(torch.isfinite(value).all()):
-                raise ValueError(f"{prefix}{name} must be finite")
-        var, count = state_dict.get(prefix + "var"), state_dict.get(prefix + "count")
-        if isinstance(var, torch.Tensor) and bool((var < 0).any()):
-            raise ValueError(f"{prefix}var must be >= 0")
-        if isinstance(count, torch.Tensor) and not bool((count > 0).all()):
-            raise ValueError(f"{prefix}count must be > 0")
+        stats = [state_dict.get(prefix + name) for name in ("mean", "var", "count")]
+        if all(isinstance(value, torch.Tensor) for value in stats):  # (a missing one: strict loading names it)
+            check_running_stats(prefix.rstrip("."), *(value.detach().cpu().numpy() for value in stats), self.shape)
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
         self._refresh()
 

@@ -27,6 +27,8 @@ import torch
 from gymnasium import spaces
 from torch import nn
 
+from rlkit_td3.checks import check_bool
+from rlkit_td3.file_checks import ACTIVATIONS, OPTIMIZERS, allowed_class, check_policy_state
 from rlkit_td3.policies.obs_normalizer import ObsNormalizer
 from rlkit_td3.preprocessing import is_image_space, preprocess_obs
 from rlkit_td3.serialization import (
@@ -54,13 +56,17 @@ DEFAULT_NET_ARCH = [400, 300]
 
 
 def python_scalars(value: Any) -> Any:
-    """``value`` with every NumPy scalar replaced by the equal Python number, inside lists, tuples and dicts too.
+    """``value`` with every NumPy scalar replaced by the equal Python number and every NumPy array by the equal
+    (nested) list, inside lists, tuples and dicts too.
 
-    Settings may be given as NumPy scalars (``np.float32(1e-3)``, ``np.int64(64)``) wherever a Python number is
-    accepted; this keeps what a model stores JSON-serialisable.
+    Settings may be given as NumPy scalars (``np.float32(1e-3)``, ``np.int64(64)``) or arrays
+    (``betas=np.array([0.9, 0.999])``) wherever Python numbers are accepted; this keeps what a model stores
+    JSON-serialisable.
     """
     if isinstance(value, np.generic):
         return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
     if isinstance(value, list):
         return [python_scalars(v) for v in value]
     if isinstance(value, tuple):
@@ -380,8 +386,7 @@ class TD3Policy(nn.Module):
             ("critic_layer_norm", critic_layer_norm),
             ("normalize_obs", normalize_obs),
         ):
-            if not isinstance(flag, (bool, np.bool_)):
-                raise TypeError(f"{name} must be a bool, got {flag!r}")
+            check_bool(name, flag)
         _check_observation_space(observation_space, features_extractor_class)
         if not (isinstance(activation_fn, type) and issubclass(activation_fn, nn.Module)):
             raise TypeError(f"activation_fn must be an nn.Module class such as nn.ReLU, got {activation_fn!r}")
@@ -655,6 +660,7 @@ class TD3Policy(nn.Module):
             TypeError: ``observation`` is the ``(obs, info)`` tuple returned by ``env.reset()``.
             ValueError: the observation's shape matches neither one observation nor a batch.
         """
+        check_bool("deterministic", deterministic)
         self.set_training_mode(False)
         obs, vectorized = self.obs_to_tensor(observation)
         with torch.no_grad():
@@ -773,10 +779,11 @@ class TD3Policy(nn.Module):
                 )
             policy_cls = _policy_class_from_file(cls, metadata["policy"]["class"])
             kwargs = dict(metadata["policy"]["kwargs"])
-            kwargs["activation_fn"] = class_from_name(kwargs["activation_fn"], what="activation_fn")
-            kwargs["optimizer_class"] = class_from_name(kwargs["optimizer_class"], what="optimizer_class")
+            # the allow-lists of TD3.load: a file never names an arbitrary torch class
+            kwargs["activation_fn"] = allowed_class(kwargs["activation_fn"], ACTIVATIONS, "activation_fn")
+            kwargs["optimizer_class"] = allowed_class(kwargs["optimizer_class"], OPTIMIZERS, "optimizer_class")
             if "features_extractor_class" in kwargs:
-                kwargs["features_extractor_class"] = class_from_name(
+                kwargs["features_extractor_class"] = allowed_class(
                     kwargs["features_extractor_class"], FEATURES_EXTRACTORS, "features_extractor_class"
                 )
             observation_space = space_from_dict(metadata["observation_space"])
@@ -784,6 +791,7 @@ class TD3Policy(nn.Module):
             state = tensors.get("policy")
             _check_state_shapes(policy_cls, observation_space, action_space, kwargs, state)
             policy = policy_cls(observation_space, action_space, **kwargs)
+            check_policy_state("policy.pth", state, policy)  # TD3.load's check: keys, shapes, dtypes, finite
             policy.load_state_dict(state)
         except ModelFileError as exc:
             raise ModelFileError(f"{path}: {exc}") from exc

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from rlkit_td3.checks import check_bool
 from rlkit_td3.vec_env.base_vec_env import VecEnv, VecEnvObs, VecEnvStepReturn, VecEnvWrapper
 
 
@@ -22,9 +23,9 @@ class VecCheckNan(VecEnvWrapper):
 
     def __init__(self, venv: VecEnv, raise_exception: bool = False, warn_once: bool = True, check_inf: bool = True):
         super().__init__(venv)
-        self.raise_exception = raise_exception
-        self.warn_once = warn_once
-        self.check_inf = check_inf
+        self.raise_exception = check_bool("raise_exception", raise_exception)
+        self.warn_once = check_bool("warn_once", warn_once)
+        self.check_inf = check_bool("check_inf", check_inf)
         self._user_warned = False
         self._actions: np.ndarray | None = None
         self._observations: VecEnvObs | None = None

@@ -24,7 +24,8 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from rlkit_td3.running_mean_std import RunningMeanStd
+from rlkit_td3.checks import check_bool
+from rlkit_td3.running_mean_std import RunningMeanStd, check_running_stats
 from rlkit_td3.serialization import atomic_write
 from rlkit_td3.vec_env.base_vec_env import VecEnv, VecEnvObs, VecEnvStepReturn, VecEnvWrapper
 
@@ -48,8 +49,19 @@ def is_image_space(space: spaces.Space) -> bool:
 
 
 def _positive(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)) or not value > 0:
+    """A number > 0: ``epsilon`` finite, the clips may be ``inf`` (no clipping); NaN and bools never."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.floating, np.integer)):
         raise ValueError(f"{name} must be a positive number, got {value!r}")
+    if not value > 0 or (name == "epsilon" and not np.isfinite(value)):
+        raise ValueError(f"{name} must be a {'finite ' if name == 'epsilon' else ''}positive number, got {value!r}")
+    return float(value)
+
+
+def _gamma(value: Any) -> float:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.floating, np.integer)):
+        raise ValueError(f"gamma must be a number in [0, 1], got {value!r}")
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"gamma must be a number in [0, 1], got {value!r}")
     return float(value)
 
 
@@ -90,18 +102,13 @@ class VecNormalize(VecEnvWrapper):
         norm_obs_keys: Sequence[str] | None = None,
     ) -> None:
         super().__init__(venv)
-        for name, flag in (("training", training), ("norm_obs", norm_obs), ("norm_reward", norm_reward)):
-            if not isinstance(flag, (bool, np.bool_)):
-                raise ValueError(f"{name} must be a bool, got {flag!r}")
-        self.training = bool(training)
-        self.norm_obs = bool(norm_obs)
-        self.norm_reward = bool(norm_reward)
+        self.training = training
+        self.norm_obs = check_bool("norm_obs", norm_obs)
+        self.norm_reward = check_bool("norm_reward", norm_reward)
         self.clip_obs = _positive("clip_obs", clip_obs)
         self.clip_reward = _positive("clip_reward", clip_reward)
         self.epsilon = _positive("epsilon", epsilon)
-        if isinstance(gamma, bool) or not isinstance(gamma, (int, float, np.floating)) or not 0.0 <= gamma <= 1.0:
-            raise ValueError(f"gamma must be a number in [0, 1], got {gamma!r}")
-        self.gamma = float(gamma)
+        self.gamma = _gamma(gamma)
         self.norm_obs_keys = list(norm_obs_keys) if norm_obs_keys is not None else None
         self.obs_rms: RunningMeanStd | dict[str, RunningMeanStd] = {}
         if self.norm_obs:
@@ -110,6 +117,15 @@ class VecNormalize(VecEnvWrapper):
         self.returns = np.zeros(self.num_envs)
         self.old_obs: VecEnvObs = np.array([])
         self.old_reward = np.array([])
+
+    @property
+    def training(self) -> bool:
+        """Whether resets and steps update the statistics; set it to True or False (a bool, else ``TypeError``)."""
+        return self._training
+
+    @training.setter
+    def training(self, value: bool) -> None:
+        self._training = check_bool("training", value)
 
     def _setup_obs_statistics(self) -> None:
         space = self.observation_space
@@ -146,10 +162,10 @@ class VecNormalize(VecEnvWrapper):
         obs, rewards, dones, infos = self.venv.step_wait()
         self.old_obs = obs
         self.old_reward = rewards
-        if self.training and self.norm_obs:
+        if self._training and self.norm_obs:
             self._update_obs(obs)
         obs = self.normalize_obs(obs)
-        if self.training:
+        if self._training:
             self._update_reward(rewards)
         rewards = self.normalize_reward(rewards)
         for info in infos:
@@ -307,13 +323,12 @@ class VecNormalize(VecEnvWrapper):
                     f"format {config.get('format')!r}, version {config.get('format_version')!r}"
                 )
 
-            def rms(name: str) -> RunningMeanStd:
-                new = RunningMeanStd(shape=np.shape(arrays[f"{name}.mean"]))
-                new.mean = np.array(arrays[f"{name}.mean"], dtype=np.float64)
-                new.var = np.array(arrays[f"{name}.var"], dtype=np.float64)
-                new.count = float(np.asarray(arrays[f"{name}.count"], dtype=np.float64))
-                if new.var.shape != new.mean.shape:
-                    raise ValueError(f"{name}: mean and var shapes differ")
+            def rms(name: str, shape: tuple[int, ...] | None = None) -> RunningMeanStd:
+                checked = check_running_stats(
+                    name, arrays[f"{name}.mean"], arrays[f"{name}.var"], arrays[f"{name}.count"], shape
+                )
+                new = RunningMeanStd(shape=checked[0].shape)
+                new.mean, new.var, new.count = checked
                 return new
 
             keys = config["obs_rms_keys"]
@@ -322,7 +337,7 @@ class VecNormalize(VecEnvWrapper):
                 obs_rms: RunningMeanStd | dict[str, RunningMeanStd] = rms("obs_rms")
             else:
                 obs_rms = {key: rms(f"obs_rms.{i}") for i, key in enumerate(keys)}
-            ret_rms = rms("ret_rms")
+            ret_rms = rms("ret_rms", ())
             norm_obs_keys = config["norm_obs_keys"]
             returns = arrays.get("returns")
             returns = None if returns is None else np.array(returns, dtype=np.float64)
@@ -333,6 +348,7 @@ class VecNormalize(VecEnvWrapper):
                 raise ValueError(f"malformed VecNormalize state: {name} must be a bool, got {settings[name]!r}")
         for name in ("clip_obs", "clip_reward", "epsilon"):
             settings[name] = _positive(name, settings[name])
+        settings["gamma"] = _gamma(settings["gamma"])
         previous = {name: getattr(self, name, None) for name in (*_SETTINGS, "obs_rms", "ret_rms", "norm_obs_keys")}
         for name, value in settings.items():
             setattr(self, name, value)
@@ -390,8 +406,7 @@ class VecNormalize(VecEnvWrapper):
             ValueError: the file is neither format (or is a pickle and ``allow_pickle`` is false), or it does
                 not fit ``venv``.
         """
-        if not isinstance(allow_pickle, bool):
-            raise ValueError(f"allow_pickle must be a bool, got {allow_pickle!r}")
+        check_bool("allow_pickle", allow_pickle)
         if zipfile.is_zipfile(load_path):
             return VecNormalize.from_state(_read_state(load_path), venv)
         with open(load_path, "rb") as fh:
@@ -418,8 +433,10 @@ def _read_state(path: str | os.PathLike[str]) -> dict[str, Any]:
             config = json.loads(archive.read(_JSON_ENTRY))
             with np.load(io.BytesIO(archive.read(_ARRAYS_ENTRY)), allow_pickle=False) as data:
                 arrays = {name: data[name] for name in data.files}
-    except (zipfile.BadZipFile, ValueError, KeyError, OSError) as exc:
-        raise ValueError(f"{os.fspath(path)!r} is not a readable VecNormalize file: {exc}") from exc
+    except (zipfile.BadZipFile, ValueError, KeyError, OSError, RecursionError) as exc:
+        raise ValueError(
+            f"{os.fspath(path)!r} is not a readable VecNormalize file: {type(exc).__name__}: {exc}"
+        ) from exc
     return {"config": config, "arrays": arrays}
 
 

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
+from rlkit_td3.checks import check_bool
 from rlkit_td3.vec_env.base_vec_env import VecEnv, VecEnvObs, VecEnvStepReturn, VecEnvWrapper
 from rlkit_td3.vec_env.vec_normalize import is_image_space
 
@@ -26,8 +27,8 @@ class VecTransposeImage(VecEnvWrapper):
 
     def __init__(self, venv: VecEnv, skip: bool = False) -> None:
         space = venv.observation_space
-        self.skip = skip
-        if skip:
+        self.skip = check_bool("skip", skip)
+        if self.skip:
             super().__init__(venv)
             return
         if isinstance(space, spaces.Dict):
