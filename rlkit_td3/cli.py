@@ -224,7 +224,7 @@ def _run_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def _add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timesteps", type=_positive_int, default=None, help="default: the preset's n_timesteps")
-    parser.add_argument("--preset", default=None, help="zoo, paper or plus (TD3+)")
+    parser.add_argument("--preset", default=None, help="paper, plus (TD3+) or zoo")
     parser.add_argument("--hp", nargs="*", default=[], metavar="KEY=VALUE", help="override hyperparameters")
     parser.add_argument("--device", default="auto", help="auto, cpu or cuda")
     parser.add_argument("--eval-freq", type=_positive_int, default=5000, help="TD3 paper: every 5,000 steps")
