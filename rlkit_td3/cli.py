@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from rlkit_td3.version import __version__
+
 EXIT_USAGE = 2
 EXIT_FAILURE = 1
 
@@ -134,6 +136,7 @@ def plot(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rlkit-td3", description="Train, evaluate and compare TD3 / DDPG runs.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     t = sub.add_parser("train", help="train one run into a run directory")
     t.add_argument("--algo", required=True, help="td3 or ddpg")

@@ -124,3 +124,11 @@ def test_every_page_that_names_an_extra_links_to_the_install_pages_extras_sectio
         text = page.read_text()
         if page not in (PAGE, CHANGELOG) and mention.search(text):
             assert re.search(r"\(([./]*)install\.md#extras\)", text), f"{page.relative_to(ROOT)} names an extra"
+
+
+def test_the_licence_is_an_spdx_string_which_setuptools_reads_without_a_deprecation_warning():
+    # A TOML table (license = { text = "MIT" }) makes setuptools >= 77 print a deprecation banner on every build.
+    data = pyproject()
+    assert data["project"]["license"] == "MIT"
+    (setuptools,) = [req for req in data["build-system"]["requires"] if req.startswith("setuptools")]
+    assert setuptools == "setuptools>=77"  # the first to read an SPDX string
