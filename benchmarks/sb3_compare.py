@@ -48,8 +48,10 @@ import torch
 import rlkit_td3  # noqa: F401  (registers the PyBullet ids)
 from rlkit_td3.experiments.presets import resolve_config
 from rlkit_td3.experiments.stats import iqm, iqm_difference_ci, stratified_bootstrap_ci
-from rlkit_td3.noise import NormalActionNoise, draw_noise
+from rlkit_td3.noise import NormalActionNoise
 
+RLKIT_LIBS = ("rlkit", "rlkit_uniformwarmup", "rlkit_sb3warmup")
+"""The rlkit_td3 variants (see `make_model`); the others is SB3."""
 FIELDS = ["lib", "algo", "env", "seed", "timesteps", "mean_return", "std_return", "wall_s"]
 LAST_EVALS = 5
 
@@ -90,33 +92,23 @@ def _constructor_kwargs(hp: dict[str, Any], algo: str, dim: int, noise_cls: type
     return kwargs
 
 
-def _with_sb3_warmup(cls: type) -> type:
-    """``cls`` with SB3's warm-up actions: the uniform random actions plus the exploration noise, clipped to
-    [-1, 1] (SB3's ``OffPolicyAlgorithm._sample_action`` adds the noise in the warm-up too; rlkit_td3 draws pure
-    uniform actions). The one loop difference between the libraries, isolated for ``--libs rlkit_sb3warmup``."""
-
-    class WithSB3Warmup(cls):
-        def _sample_action(self, obs: np.ndarray) -> np.ndarray:
-            if self.num_timesteps >= self.learning_starts or self.action_noise is None:
-                return super()._sample_action(obs)
-            uniform = self._warmup_rng.uniform(-1.0, 1.0, size=(self.n_envs, self._action_dim))
-            noise = draw_noise(self.action_noise, self.n_envs, self.action_space)
-            return np.clip(uniform + noise, -1.0, 1.0).astype(np.float32)
-
-    return WithSB3Warmup
-
-
 def make_model(lib: str, algo: str, env_id: str, seed: int) -> Any:
-    """A model of ``lib`` ('rlkit', 'rlkit_sb3warmup' or 'sb3') with the zoo settings of ``env_id``."""
+    """A model of ``lib`` with the zoo settings of ``env_id``: 'sb3', 'rlkit' (rlkit_td3's defaults: SB3's
+    warm-up, the uniform actions plus the exploration noise, clipped), 'rlkit_uniformwarmup' (the TD3 paper's
+    pure uniform warm-up, rlkit_td3's default before ``warmup_action_noise`` existed) or 'rlkit_sb3warmup' (the
+    name the early-learning study gave SB3's warm-up before it became the default: the same as 'rlkit')."""
     hp = _settings(algo, env_id)
     env = gym.make(env_id)
     dim = int(np.prod(env.action_space.shape))
-    if lib in ("rlkit", "rlkit_sb3warmup"):
+    if lib in RLKIT_LIBS:
         from rlkit_td3 import DDPG, TD3
 
         cls = TD3 if algo == "td3" else DDPG
-        cls = _with_sb3_warmup(cls) if lib == "rlkit_sb3warmup" else cls
-        return cls("MlpPolicy", env, seed=seed, **_constructor_kwargs(hp, algo, dim, NormalActionNoise))
+        kwargs = _constructor_kwargs(hp, algo, dim, NormalActionNoise)
+        kwargs["warmup_action_noise"] = lib != "rlkit_uniformwarmup"
+        model = cls("MlpPolicy", env, seed=seed, **kwargs)
+        model.torch_num_threads = 1  # one thread per run, whatever the load: the same bits on every rerun
+        return model
     import stable_baselines3 as sb3
     from stable_baselines3.common.noise import NormalActionNoise as SB3Noise
 
@@ -127,7 +119,7 @@ def make_model(lib: str, algo: str, env_id: str, seed: int) -> Any:
 def _resume_point(stem: Path, lib: str, algo: str, env_id: str, seed: int) -> tuple[Any, gym.Env, dict] | None:
     """The model, eval env and state of an rlkit_td3 run's last checkpoint (``--checkpoint``), or ``None``."""
     ckpt, state_path = stem.with_suffix(".ckpt.zip"), stem.with_suffix(".ckpt.json")
-    if lib != "rlkit" or not (ckpt.exists() and state_path.exists()):
+    if lib not in RLKIT_LIBS or not (ckpt.exists() and state_path.exists()):
         return None
     from rlkit_td3 import DDPG, TD3
 
@@ -206,7 +198,7 @@ def run_one(
         with open(csv_path, "a", newline="") as f:
             csv.DictWriter(f, FIELDS).writerow(row)
         print(f"{lib:5s} {algo} seed {seed} {model.num_timesteps:7d} steps: {mean:9.1f} ± {std:7.1f}", flush=True)
-        if checkpoint and lib == "rlkit":
+        if checkpoint and lib in RLKIT_LIBS:
             _write_checkpoint(stem, model, eval_env, time.perf_counter() - start)
     tmp = done_marker.with_suffix(".tmp")
     info = {"seconds": time.perf_counter() - start, "machine": platform.processor(), "timesteps": steps}
@@ -263,6 +255,7 @@ def summarize(out: Path, up_to: int | None = None) -> str:
             f"[{low:.1f}, {high:.1f}] | {per_seed} |"
         )
     pairs = [((env, algo, "rlkit"), (env, algo, "sb3")) for env, algo, _ in scored]  # library against library
+    pairs += [((env, algo, "rlkit"), (env, algo, "rlkit_uniformwarmup")) for env, algo, _ in scored]  # warm-ups
     pairs += [((env, "td3", lib), (env, "ddpg", lib)) for env, _, lib in scored]  # TD3 against DDPG
     for first, second in dict.fromkeys(pairs):
         if first in scored and second in scored:
@@ -272,6 +265,18 @@ def summarize(out: Path, up_to: int | None = None) -> str:
                 f"\n{first[0]}: IQM {'/'.join(first[1:])} − {'/'.join(second[1:])} = {difference:.1f}, 95 % CI "
                 f"[{low:.1f}, {high:.1f}] (runs resampled within each group; {verdict})"
             )
+    unfinished = sorted(
+        {(r["env"], r["algo"], r["lib"], int(r["seed"])) for r in rows} - finished, key=lambda k: (k[1], k[2], k[3])
+    )
+    if unfinished:
+        reached = {
+            key: max(int(r["timesteps"]) for r in rows if (r["env"], r["algo"], r["lib"], int(r["seed"])) == key)
+            for key in unfinished
+        }
+        status = ", ".join(
+            f"{lib} {algo} s{seed} at {reached[(env, algo, lib, seed)]:,}" for env, algo, lib, seed in unfinished
+        )
+        lines.append(f"\nUnfinished runs (not in the table), steps reached: {status}.")
     text = "\n".join(lines) + "\n"
     (out / "summary.md").write_text(text)
     _plot(groups, finished, out / "curves.png")
@@ -314,7 +319,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--env", default="HalfCheetahBulletEnv-v0")
     parser.add_argument("--algos", nargs="+", default=["td3"], choices=["td3", "ddpg"])
-    parser.add_argument("--libs", nargs="+", default=["rlkit", "sb3"], choices=["rlkit", "sb3", "rlkit_sb3warmup"])
+    parser.add_argument("--libs", nargs="+", default=["rlkit", "sb3"], choices=["sb3", *RLKIT_LIBS])
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
     parser.add_argument("--steps", type=int, default=100_000)
     parser.add_argument("--eval-every", type=int, default=5_000)

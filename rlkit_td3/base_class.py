@@ -49,8 +49,10 @@ class BaseAlgorithm:
     update, and `TD3`/`DDPG` fix its settings. The arguments are described on `OffPolicyAlgorithm`.
 
     Attributes:
-        torch_num_threads: the torch intra-op thread count ``learn`` trains at; ``None`` (the default) leaves the
-            caller's setting. `load()` sets it to the count the saved run trained at, which exact resume needs.
+        torch_num_threads: the torch intra-op thread count ``learn`` trains at. ``"auto"`` (the default): chosen
+            at the first ``learn`` by `rlkit_td3.utils.auto_num_threads` (the caller's count, fewer on a busy
+            machine) and then kept; an int: that count; ``None``: the caller's setting. `load()` sets it to the
+            count the saved run trained at, which exact resume needs.
     """
 
     def __init__(
@@ -93,7 +95,7 @@ class BaseAlgorithm:
         self._start_timesteps = 0
         self._total_timesteps = 0
         self._current_progress_remaining = 1.0
-        self.torch_num_threads: int | None = None
+        self.torch_num_threads: int | str | None = "auto"
         self._learn_num_threads: int | None = None
         self._last_obs: np.ndarray | None = None
         self._rollout: dict[str, int] | None = None

@@ -347,6 +347,7 @@ def save(model: Any, path: str | os.PathLike[str], include_buffer: bool = False)
             "target_policy_noise": model.target_policy_noise,
             "target_noise_clip": model.target_noise_clip,
             "n_steps": model.n_steps,
+            "warmup_action_noise": model.warmup_action_noise,
             "verbose": model.verbose,
             "seed": model.seed,
             "tensorboard_log": model.tensorboard_log,
@@ -453,7 +454,9 @@ def _training_state(model: Any) -> dict[str, Any]:
         "env_rngs": _env_rng_states(model),
         "sb3_pre_reset": _sb3_pre_reset_states(model),
         "needs_reset": None if needs_reset is None else [bool(x) for x in needs_reset],
-        "torch_num_threads": model._learn_num_threads or model.torch_num_threads or torch.get_num_threads(),
+        "torch_num_threads": model._learn_num_threads
+        or (model.torch_num_threads if isinstance(model.torch_num_threads, int) else None)
+        or torch.get_num_threads(),
         "fused_update_matmul": check_matmul_choice(getattr(model, "fused_update_matmul", "auto")),
     }
 
@@ -813,6 +816,8 @@ def _constructor_kwargs_from_metadata(
 
     hyper = dict(metadata["hyperparameters"])
     hyper["train_freq"] = tuple(hyper["train_freq"])
+    # files written before the switch existed ran the paper's pure-uniform warm-up: resume with it
+    hyper.setdefault("warmup_action_noise", False)
     schedules = metadata["schedules"]
     policy = metadata["policy"]
     pkw = dict(policy["kwargs"])

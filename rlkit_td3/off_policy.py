@@ -44,6 +44,7 @@ from rlkit_td3.utils import (
     _check_float,
     _check_int,
     _parse_train_freq,
+    auto_num_threads,
     warn_thread_oversubscription,
 )
 from rlkit_td3.vec_env.training_env import (
@@ -73,7 +74,8 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         learning_rate: learning rate of both optimizers, a float or a schedule of the remaining
             progress (1 → 0).
         buffer_size: replay buffer capacity in transitions.
-        learning_starts: number of uniform-random warm-up steps before the actor acts and updates begin.
+        learning_starts: number of warm-up steps (uniform random actions) before the actor acts and updates
+            begin.
         batch_size: transitions per gradient step.
         tau: Polyak coefficient of the target networks, in (0, 1].
         gamma: discount factor, in [0, 1].
@@ -96,6 +98,9 @@ class OffPolicyAlgorithm(BaseAlgorithm):
             the buffer reports (see `NStepReplayBuffer`). Default 1: one-step TD3. Needs an ``NStepReplayBuffer``
             subclass, which is chosen when ``replay_buffer_class`` is not given; the model passes ``n_steps`` and
             ``gamma`` to such a buffer unless ``replay_buffer_kwargs`` sets them (SB3's way, also accepted).
+        warmup_action_noise: add the exploration noise to the uniform warm-up actions, then clip, as SB3's loop
+            does (the default, True). ``False``: pure uniform warm-up actions, as in the TD3 paper (the ``paper``
+            preset). Files saved before this switch existed load with ``False``, the warm-up they were run with.
         policy_kwargs: keyword arguments for the policy (``net_arch``, ``activation_fn``, ``n_critics``,
             ``optimizer_class``, ``optimizer_kwargs``). The caller's dict is never modified.
         tensorboard_log: folder for TensorBoard runs; each ``learn`` call logs to
@@ -144,6 +149,7 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         actor_learning_rate: ScheduleLike | None = None,
         critic_learning_rate: ScheduleLike | None = None,
         n_steps: int = 1,
+        warmup_action_noise: bool = True,
         policy_kwargs: dict[str, Any] | None = None,
         tensorboard_log: str | os.PathLike[str] | None = None,
         verbose: int = 0,
@@ -181,6 +187,9 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         ):
             raise TypeError(f"replay_buffer_class must be a ReplayBuffer subclass, got {replay_buffer_class!r}")
         self.n_steps = _check_int("n_steps", n_steps, 1)
+        if not isinstance(warmup_action_noise, (bool, np.bool_)):
+            raise TypeError(f"warmup_action_noise must be a bool, got {warmup_action_noise!r}")
+        self.warmup_action_noise = bool(warmup_action_noise)
         if replay_buffer_class is None:
             replay_buffer_class = NStepReplayBuffer if self.n_steps > 1 else ReplayBuffer
         if self.n_steps > 1 and not issubclass(replay_buffer_class, NStepReplayBuffer):
@@ -322,9 +331,11 @@ class OffPolicyAlgorithm(BaseAlgorithm):
                 checkpoint, a crash or a callback stop) continues that call's progress.
             progress_bar: show a progress bar (needs the ``progress`` extra: tqdm and rich).
 
-        A model loaded from a file trains at the torch intra-op thread count the file records
-        (``torch_num_threads``; set that attribute to ``None`` to keep yours): ``learn`` sets it at the start and
-        puts the caller's setting back at the end, even on exceptions.
+        Threads: ``learn`` trains at ``model.torch_num_threads`` torch intra-op threads, set at its start; the
+        caller's setting is put back at the end, even on exceptions. The default, ``"auto"``, is resolved at the
+        model's first ``learn`` by `rlkit_td3.utils.auto_num_threads` (the caller's count on an idle machine, fewer
+        when other work keeps the CPUs busy) and kept for the rest of the run. A model loaded from a file trains
+        at the count the file records (exact resume). ``None`` trains at the caller's setting.
         """
         total_timesteps = _check_int("total_timesteps", total_timesteps, 1)
         if log_interval is not None:
@@ -360,6 +371,9 @@ class OffPolicyAlgorithm(BaseAlgorithm):
             self._reset_env()
         self._setup_logger(tb_log_name, reset_num_timesteps)
         caller_threads = torch.get_num_threads()
+        if isinstance(self.torch_num_threads, str) and self.torch_num_threads == "auto":
+            # chosen once per model, so that a run (and its checkpoints) keeps one count throughout
+            self.torch_num_threads = auto_num_threads(caller_threads)
         if self.torch_num_threads is not None:
             torch.set_num_threads(_check_int("torch_num_threads", self.torch_num_threads, 1))
         self._learn_num_threads = torch.get_num_threads()
@@ -506,10 +520,17 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         self._needs_reset = np.zeros(self.n_envs, dtype=bool)
 
     def _sample_action(self, obs: np.ndarray) -> np.ndarray:
-        """Normalised actions: uniform during warm-up, then the actor plus exploration noise, clipped."""
+        """Normalised actions: uniform during warm-up, then the actor's; plus exploration noise, clipped.
+
+        During warm-up the noise is added only with ``warmup_action_noise`` (SB3's loop adds it to its uniform
+        warm-up actions too; the TD3 paper's warm-up is pure uniform).
+        """
         if self.num_timesteps < self.learning_starts:
-            return self._warmup_rng.uniform(-1.0, 1.0, size=(self.n_envs, self._action_dim)).astype(np.float32)
-        actions = self.policy.actor_numpy(obs)
+            actions = self._warmup_rng.uniform(-1.0, 1.0, size=(self.n_envs, self._action_dim)).astype(np.float32)
+            if not self.warmup_action_noise:
+                return actions
+        else:
+            actions = self.policy.actor_numpy(obs)
         if self.action_noise is not None:
             actions = np.clip(
                 actions + draw_noise(self.action_noise, self.n_envs, self.action_space), -1.0, 1.0, dtype=np.float32

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import random
+import time
 import warnings
 from collections.abc import Iterable
 from pathlib import Path
@@ -34,6 +35,45 @@ def usable_cpus() -> int:
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1
+
+
+def _runnable_tasks() -> float | None:
+    """Tasks runnable on the machine right now (Linux: the median of 5 readings of ``/proc/loadavg``'s
+    ``running/total`` field, 2 ms apart, this process's reading thread included), or ``None`` elsewhere."""
+    readings = []
+    for i in range(5):
+        try:
+            with open("/proc/loadavg") as f:
+                readings.append(int(f.read().split()[3].split("/")[0]))
+        except (OSError, ValueError, IndexError):
+            return None
+        if i < 4:
+            time.sleep(0.002)
+    return float(np.median(readings))
+
+
+def auto_num_threads(threads: int | None = None) -> int:
+    """The torch intra-op thread count ``learn`` trains at by default (``torch_num_threads="auto"``).
+
+    At most ``threads`` (default: torch's current count, i.e. the caller's setting) and at most the usable CPUs
+    that other work leaves free, never fewer than 1. "Other work" is the number of tasks runnable right now, this
+    process's reading thread excluded (Linux; elsewhere the 1-minute load average less one). On an idle machine
+    it keeps the caller's count (several threads are faster there); next to other CPU-bound work it avoids the
+    oversubscription cliff (threads waiting for each other at every matrix product: 10-35x slower updates on a
+    loaded 2-core machine). Measured in ``benchmarks/threads.py --section learn``.
+    """
+    threads = torch.get_num_threads() if threads is None else int(threads)
+    cpus = usable_cpus()
+    runnable = _runnable_tasks()
+    if runnable is not None:
+        others = max(0.0, runnable - 1.0)
+    else:  # no /proc: the 1-minute load average, less one CPU for this process's own recent work
+        try:
+            others = max(0.0, os.getloadavg()[0] - 1.0)
+        except (AttributeError, OSError):  # no load average (Windows)
+            others = 0.0
+    free = int(cpus - others + 0.5)
+    return max(1, min(threads, cpus, free))
 
 
 def thread_oversubscription(threads: int | None = None) -> str | None:

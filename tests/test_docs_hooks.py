@@ -55,3 +55,28 @@ def test_the_marker_is_replaced_and_other_text_kept():
     assert page.startswith("before\n\n| parameter | default | meaning |")
     assert "| `policy_delay` | `2` |" in page
     assert page.endswith("after")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# results tables: docs_hooks/results.py
+
+
+def test_a_results_marker_becomes_the_committed_file():
+    from results import on_page_markdown as include_results
+
+    page = "before\n\n<!-- results: benchmarks/results/walker_td3_ddpg/summary.md -->\n\nafter"
+    summary = (Path(__file__).resolve().parents[1] / "benchmarks/results/walker_td3_ddpg/summary.md").read_text()
+    rendered = include_results(page)
+    assert "<!-- results" not in rendered
+    assert summary.strip() in rendered and rendered.startswith("before") and rendered.endswith("after")
+
+
+@pytest.mark.parametrize(
+    ("path", "error"),
+    [("benchmarks/results/no_such_sweep/summary.md", FileNotFoundError), ("README.md", ValueError)],
+)
+def test_a_results_marker_fails_the_build_on_a_missing_or_foreign_file(path, error):
+    from results import on_page_markdown as include_results
+
+    with pytest.raises(error, match="results marker"):
+        include_results(f"<!-- results: {path} -->")

@@ -17,6 +17,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import stable_baselines3 as sb3
+import stable_baselines3.common.noise as sb3_noise
 import stable_baselines3.common.policies as sb3_policies
 import torch
 from gymnasium import spaces
@@ -26,6 +27,7 @@ from torch import nn
 
 from rlkit_td3 import DDPG, TD3
 from rlkit_td3.buffers import ReplayBufferSamples
+from rlkit_td3.noise import ActionNoise
 
 OBS_DIM, ACT_DIM, BATCH, K = 6, 2, 64, 40
 SETTINGS = dict(
@@ -226,3 +228,75 @@ def test_the_loop_stores_and_trains_as_sb3_does(algo):
     assert ours.replay_buffer.terminated[:size].sum() >= 5 and ours.replay_buffer.truncated[:size].sum() >= 5
     ends = ours.replay_buffer.truncated[:size]
     np.testing.assert_array_equal(ours.replay_buffer.next_observations[:size][ends][:, 1], 6.0)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the warm-up
+
+
+class _ListNoise(ActionNoise):
+    """rlkit_td3 noise returning prepared draws, one per call."""
+
+    def __init__(self, draws):
+        super().__init__()
+        self.draws = iter(draws)
+
+    def __call__(self):
+        return next(self.draws)
+
+
+class _SB3ListNoise(sb3_noise.ActionNoise):
+    """The same prepared draws for SB3."""
+
+    def __init__(self, draws):
+        super().__init__()
+        self.draws = iter(draws)
+
+    def __call__(self):
+        return next(self.draws)
+
+
+class _PreparedUniform:
+    """Stands in for the warm-up generator: ``uniform`` returns the prepared rows."""
+
+    def __init__(self, rows):
+        self.rows = iter(rows)
+
+    def uniform(self, low, high, size):
+        return next(self.rows).reshape(size)
+
+
+@pytest.mark.parametrize("algo", ["td3", "ddpg"])
+def test_warm_up_actions_are_sb3s_row_by_row(algo):
+    """Default warm-up = SB3's: uniform draws plus the exploration noise, clipped, stored row for row the same.
+
+    Both libraries get the same uniform draws (on a grid of eighths, which SB3's scaling to [-1, 1] keeps exact)
+    and the same noise draws, large enough that about a third of the components are clipped.
+    """
+    steps, learning_starts = 40, 30
+    rng = np.random.default_rng(5)
+    uniform = rng.integers(-8, 9, size=(steps, 1)).astype(np.float32) / 8
+    noise = rng.normal(0.0, 0.5, size=(steps, 1))
+    settings = {**SETTINGS, "learning_starts": learning_starts, "batch_size": 8}
+    sb3_cls, our_cls = (sb3.TD3, TD3) if algo == "td3" else (sb3.DDPG, DDPG)
+    sb3_model = sb3_cls("MlpPolicy", _loop_env(), seed=0, device="cpu", action_noise=_SB3ListNoise(noise), **settings)
+    ours = our_cls("MlpPolicy", _loop_env(), seed=0, action_noise=_ListNoise(noise), **settings)
+    sb3_uniform = iter(uniform)
+    sb3_model.action_space.sample = lambda: next(sb3_uniform).copy()
+    ours._warmup_rng = _PreparedUniform(uniform)
+    sb3_model.learn(learning_starts)
+    ours.learn(learning_starts)
+
+    stored = ours.replay_buffer.actions[:learning_starts]
+    np.testing.assert_array_equal(stored, sb3_model.replay_buffer.actions[:learning_starts, 0])
+    expected = np.clip(uniform[:learning_starts] + noise[:learning_starts], -1, 1).astype(np.float32)
+    np.testing.assert_array_equal(stored, expected)
+    assert 0 < np.isin(stored, [-1.0, 1.0]).sum() < learning_starts  # some rows were clipped, not all
+
+    # the paper's warm-up: the uniform draws alone, and no noise drawn
+    paper = our_cls(
+        "MlpPolicy", _loop_env(), seed=0, action_noise=_ListNoise([]), warmup_action_noise=False, **settings
+    )
+    paper._warmup_rng = _PreparedUniform(uniform)
+    paper.learn(learning_starts)
+    np.testing.assert_array_equal(paper.replay_buffer.actions[:learning_starts], uniform[:learning_starts])

@@ -46,6 +46,7 @@ _CONSTRUCTOR_KEYS = (
     "target_noise_clip",
     "optimize_memory_usage",
     "n_steps",
+    "warmup_action_noise",
 )
 _EXTRA_KEYS = ("n_timesteps", "net_arch", "noise_type", "noise_std", "replay_buffer", "critic_layer_norm")
 HYPERPARAMETERS: tuple[str, ...] = _CONSTRUCTOR_KEYS + _EXTRA_KEYS
