@@ -1,11 +1,14 @@
-"""Render a still frame of each Bullet robot for the Environments page (headless, pybullet's software renderer).
+"""Render a still frame of each Bullet robot for the Environments page
+(headless, pybullet's software renderer).
 
-    .venv/bin/python docs/render_env_frames.py     # writes docs/img/<env id>.png (320x240)
+    # writes docs/img/<env id>.png (320x240)
+    .venv/bin/python docs/render_env_frames.py
 
-Each env is reset with seed 0 and stepped ``STEPS`` times with zero actions, so the robot has settled on the
-floor (walkers) or the pole is slightly off vertical (pendulums); then ``env.render()`` gives the frame. Only the
-Reacher's camera is moved closer. The PNGs
-are stored with a 64-colour palette to keep them small.
+Each env is reset with seed 0 and stepped ``STEPS`` times with zero actions,
+so the robot has settled on the floor (walkers) or the pole is slightly off
+vertical (pendulums); then ``env.render()`` gives the frame. Only the Reacher's
+camera is moved closer. The PNGs are stored with a 64-colour palette to keep
+them small.
 """
 
 from __future__ import annotations
@@ -21,12 +24,14 @@ from rlkit_td3.envs import BULLET_ENV_IDS
 
 OUT = Path(__file__).resolve().parent / "img"
 STEPS = 10
-# The envs' camera is 3 m away, pitched down 30 degrees; the Reacher's arm is 0.2 m long, so look at it closer.
+# The envs' camera is 3 m away, pitched down 30 degrees; the Reacher's arm is
+# 0.2 m long, so look at it closer.
 CAMERA = {"ReacherBulletEnv-v0": {"_cam_dist": 0.55, "_cam_pitch": -60}}
 
 
 def render_frame(env_id: str) -> np.ndarray:
-    """The ``rgb_array`` frame of ``env_id`` after a seeded reset and ``STEPS`` zero-action steps."""
+    """The ``rgb_array`` frame of ``env_id`` after a seeded reset and ``STEPS``
+    zero-action steps."""
     env = gymnasium.make(env_id, render_mode="rgb_array")
     for attribute, value in CAMERA.get(env_id, {}).items():
         setattr(env.unwrapped, attribute, value)
@@ -44,7 +49,9 @@ def main() -> None:
         image = Image.fromarray(render_frame(env_id)).quantize(colors=64)
         path = OUT / f"{env_id}.png"
         image.save(path, optimize=True)
-        print(f"{path.relative_to(OUT.parent.parent)}: {image.size[0]}x{image.size[1]}, {path.stat().st_size} bytes")
+        width, height = image.size
+        name = path.relative_to(OUT.parent.parent)
+        print(f"{name}: {width}x{height}, {path.stat().st_size} bytes")
 
 
 if __name__ == "__main__":

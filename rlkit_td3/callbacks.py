@@ -679,7 +679,7 @@ class ProgressBarCallback(BaseCallback):
     printed once when training ends.
 
     Raises:
-        ImportError: tqdm or rich is missing (``pip install 'rlkit_td3[progress]'``).
+        ImportError: tqdm or rich is missing (the ``progress`` extra: ``pip install -e '.[progress]'`` in the clone).
     """
 
     def __init__(self) -> None:
@@ -688,7 +688,10 @@ class ProgressBarCallback(BaseCallback):
             import rich  # noqa: F401
             from tqdm.rich import tqdm
         except ImportError as exc:
-            raise ImportError("the progress bar needs tqdm and rich: pip install 'rlkit_td3[progress]'") from exc
+            raise ImportError(
+                "the progress bar needs tqdm and rich: install the 'progress' extra "
+                "(pip install -e '.[progress]' in the rlkit_td3 clone)"
+            ) from exc
         self._tqdm = tqdm
         self.pbar: Any = None
         self._start = 0

@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from rlkit_td3.version import __version__
+
 EXIT_USAGE = 2
 EXIT_FAILURE = 1
 
@@ -165,6 +167,7 @@ def plot(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rlkit-td3", description="Train, evaluate and compare TD3 / DDPG runs.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     t = sub.add_parser("train", help="train one run into a run directory")
     t.add_argument("--algo", required=True, help="td3 or ddpg")
@@ -255,7 +258,7 @@ def _run_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def _add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timesteps", type=_positive_int, default=None, help="default: the preset's n_timesteps")
-    parser.add_argument("--preset", default=None, help="zoo, paper or plus (TD3+)")
+    parser.add_argument("--preset", default=None, help="paper, plus (TD3+) or zoo")
     parser.add_argument("--hp", nargs="*", default=[], metavar="KEY=VALUE", help="override hyperparameters")
     parser.add_argument("--device", default="auto", help="auto, cpu or cuda")
     parser.add_argument("--eval-freq", type=_positive_int, default=5000, help="TD3 paper: every 5,000 steps")

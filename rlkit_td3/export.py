@@ -237,7 +237,10 @@ def _export_onnx(module: ExportableActor, example: torch.Tensor, path: Path) -> 
         try:
             __import__(package)
         except ImportError as exc:
-            raise ImportError(f"format='onnx' needs the {package!r} package: pip install 'rlkit_td3[export]'") from exc
+            raise ImportError(
+                f"format='onnx' needs the {package!r} package: install the 'export' extra "
+                "(pip install -e '.[export]' in the rlkit_td3 clone)"
+            ) from exc
     batch = torch.export.Dim("batch", min=1)
     with atomic_path(path, suffix=".onnx") as tmp:
         torch.onnx.export(

@@ -379,7 +379,7 @@ class TensorBoardOutputFormat(KVWriter):
         folder: the run folder of the event files.
 
     Raises:
-        ImportError: the ``tensorboard`` package is missing (``pip install rlkit_td3[tensorboard]``).
+        ImportError: the ``tensorboard`` package is missing (the ``tensorboard`` extra).
     """
 
     name = "tensorboard"
@@ -390,7 +390,8 @@ class TensorBoardOutputFormat(KVWriter):
             from torch.utils.tensorboard import SummaryWriter
         except ImportError as exc:  # torch raises this when the tensorboard package is absent
             raise ImportError(
-                "TensorBoard logging needs the tensorboard package: pip install 'rlkit_td3[tensorboard]'"
+                "TensorBoard logging needs the tensorboard package: install the 'tensorboard' extra "
+                "(pip install -e '.[tensorboard]' in the rlkit_td3 clone)"
             ) from exc
         self.writer = SummaryWriter(log_dir=str(folder))
 

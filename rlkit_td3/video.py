@@ -2,7 +2,8 @@
 
 Frames come from the env's ``render_mode="rgb_array"`` (headless for the Bullet, Box2D and MuJoCo envs) and are
 written with imageio: an MP4 (H.264) through the ffmpeg binary that the ``imageio-ffmpeg`` wheel carries, or a
-GIF through Pillow when ffmpeg is missing. Install both with ``pip install rlkit_td3[video]``.
+GIF through Pillow when ffmpeg is missing. Install both with the ``video`` extra (``pip install -e ".[video]"``
+in the clone).
 """
 
 from __future__ import annotations

@@ -59,6 +59,15 @@ def test_bad_input_is_one_line_and_exit_2(argv, message, capsys, tmp_path):
     assert message in err and len(err.splitlines()) == 1 and "Traceback" not in err
 
 
+def test_version_prints_the_package_version(capsys):
+    from rlkit_td3 import __version__
+
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0
+    assert capsys.readouterr().out == f"rlkit-td3 {__version__}\n"
+
+
 @pytest.mark.parametrize("timesteps", ["0", "-5"])
 def test_non_positive_timesteps_rejected(timesteps, capsys):
     with pytest.raises(SystemExit) as info:

@@ -86,3 +86,14 @@ def test_the_smoke_variable_must_be_a_positive_integer(tmp_path):
     )
     assert done.returncode == 2
     assert "RLKIT_TD3_MAX_TIMESTEPS must be a positive integer, got 'many'" in done.stderr
+
+
+def test_the_preset_lists_of_the_page_and_of_help_are_the_shipped_presets():
+    from rlkit_td3.cli import build_parser
+    from rlkit_td3.experiments import preset_names
+
+    (row,) = [line for line in PAGE.read_text().splitlines() if line.startswith("| `--preset NAME` |")]
+    assert re.findall(r"`(\w+)`", row.split("|")[2]) == preset_names()
+    train = build_parser()._subparsers._group_actions[0].choices["train"]
+    (action,) = [a for a in train._actions if "--preset" in a.option_strings]
+    assert re.split(r", | or ", re.sub(r" \([^)]*\)", "", action.help)) == preset_names()  # in that order

@@ -15,6 +15,7 @@ else:  # pragma: no cover
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "install.md"
+CHANGELOG = ROOT / "docs" / "changelog.md"  # a record of what changed, not instructions
 CODE = re.compile(r"`([^`]+)`")
 
 
@@ -79,3 +80,55 @@ def test_a_drifted_table_is_caught():
     assert sorted(page_extras(renamed)) != sorted(declared)
     with pytest.raises(ValueError, match="no table"):
         markdown_table("no table here", "extra")
+
+
+# Installing the package by its name with pip (either spelling, with or without extras) would install whatever is
+# registered under that name on PyPI: the package is installed from its clone. The pattern is built from parts so
+# that this file does not match itself.
+PYPI_INSTALL = re.compile("pip install\\s+[\"']?rlkit" + "[_-]td3", re.I)
+SCANNED = ["README.md", "Makefile", "pyproject.toml", "docs", "rlkit_td3", "tests", "benchmarks"]
+TEXT_SUFFIXES = {".md", ".py", ".toml", ".txt", ".cfg", ".yml", ".yaml", ""}
+
+
+def pypi_install_lines(root: Path) -> list[str]:
+    """``path:line`` for every line under ``root`` (the scanned parts) that installs the package from PyPI."""
+    found = []
+    for part in SCANNED:
+        base = root / part
+        for path in [base] if base.is_file() else sorted(base.rglob("*")):
+            if not path.is_file() or path.suffix not in TEXT_SUFFIXES or "__pycache__" in path.parts:
+                continue
+            for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+                if PYPI_INSTALL.search(line):
+                    found.append(f"{path.relative_to(root)}:{number}")
+    return found
+
+
+def test_nothing_tells_the_reader_to_pip_install_the_package_by_name():
+    assert pypi_install_lines(ROOT) == []
+
+
+def test_a_pypi_install_line_is_found(tmp_path):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "page.md").write_text("ok: pip install -e '.[ray]'\nbad: pip install 'rlkit" + "_td3[ray]'\n")
+    (tmp_path / "README.md").write_text("pip install rlkit" + "-td3\n")
+    assert pypi_install_lines(tmp_path) == ["README.md:1", "docs/page.md:2"]
+
+
+def test_every_page_that_names_an_extra_links_to_the_install_pages_extras_section():
+    assert "\n## Extras\n" in PAGE.read_text()
+    extras = pyproject()["project"]["optional-dependencies"]
+    names = "|".join(map(re.escape, extras))
+    mention = re.compile(f"`({names})` extra")
+    for page in sorted((ROOT / "docs").rglob("*.md")):
+        text = page.read_text()
+        if page not in (PAGE, CHANGELOG) and mention.search(text):
+            assert re.search(r"\(([./]*)install\.md#extras\)", text), f"{page.relative_to(ROOT)} names an extra"
+
+
+def test_the_licence_is_an_spdx_string_which_setuptools_reads_without_a_deprecation_warning():
+    # A TOML table (license = { text = "MIT" }) makes setuptools >= 77 print a deprecation banner on every build.
+    data = pyproject()
+    assert data["project"]["license"] == "MIT"
+    (setuptools,) = [req for req in data["build-system"]["requires"] if req.startswith("setuptools")]
+    assert setuptools == "setuptools>=77"  # the first to read an SPDX string

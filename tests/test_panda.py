@@ -13,7 +13,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-panda_gym = pytest.importorskip("panda_gym", reason="needs the robotics extra (pip install rlkit_td3[robotics])")
+panda_gym = pytest.importorskip("panda_gym", reason="needs the robotics extra (pip install -e '.[robotics]')")
 
 from rlkit_td3 import TD3, HerReplayBuffer  # noqa: E402
 from rlkit_td3.noise import NormalActionNoise  # noqa: E402

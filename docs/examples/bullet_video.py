@@ -1,5 +1,5 @@
-"""A PyBullet robot (HalfCheetahBulletEnv-v0) trained briefly, then filmed with
-VecVideoRecorder.
+"""A PyBullet robot (HalfCheetahBulletEnv-v0) trained briefly, then filmed
+with VecVideoRecorder.
 
 The Bullet ids are registered by ``import rlkit_td3`` (through
 pybullet_envs_gymnasium); the video needs the ``video`` extra (imageio with

@@ -1,5 +1,5 @@
-"""A custom callback: log a value of your own and stop training once the recent
-episodes are good enough.
+"""A custom callback: log a value of your own and stop training once the
+recent episodes are good enough.
 
 Run: ``python docs/examples/custom_callback.py`` (``RLKIT_EXAMPLES_FAST=1`` for
 a short run).

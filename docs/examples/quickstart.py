@@ -1,5 +1,5 @@
-"""Quickstart: train TD3 on Pendulum-v1, evaluate it, save it, load it back and
-act with it.
+"""Quickstart: train TD3 on Pendulum-v1, evaluate it, save it, load it back
+and act with it.
 
 Run: ``python docs/examples/quickstart.py`` (about a minute;
 ``RLKIT_EXAMPLES_FAST=1`` for a few seconds).

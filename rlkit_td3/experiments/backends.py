@@ -98,7 +98,9 @@ def _connect_ray(address: str | None, timeout: float) -> bool:
     try:
         import ray
     except ImportError:
-        raise BackendError("--backend ray needs Ray: pip install 'rlkit_td3[ray]'") from None
+        raise BackendError(
+            "--backend ray needs Ray: install the 'ray' extra (pip install -e '.[ray]' in the rlkit_td3 clone)"
+        ) from None
     if ray.is_initialized():
         return False
     quiet: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.ERROR}

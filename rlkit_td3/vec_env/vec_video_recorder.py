@@ -2,7 +2,7 @@
 
 The frames are the envs' ``render()`` images, tiled into one frame when there are several envs; they are
 written with `rlkit_td3.video`'s writer (MP4 through imageio-ffmpeg, or a GIF when ffmpeg is missing),
-atomically. Install the writer with ``pip install rlkit_td3[video]``.
+atomically. Install the writer with the ``video`` extra (``pip install -e ".[video]"`` in the clone).
 """
 
 from __future__ import annotations
