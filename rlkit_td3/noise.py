@@ -10,11 +10,15 @@ one independent copy per env.
 from __future__ import annotations
 
 import copy
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
+
+from rlkit_td3.serialization import ModelFileError
+from rlkit_td3.validators import _int, _number, check_numpy_rng_state
 
 
 def _as_vector(value: Any, name: str) -> np.ndarray:
@@ -364,3 +368,80 @@ def fit_noise_to_envs(
         vectorized.noises[0] = noise  # the first env carries on with the noise as it stands
         return vectorized
     return noise
+
+
+# ---------------------------------------------------------------------------- checks of a saved noise
+_NOISE_KEYS = {
+    "NormalActionNoise": ({"type", "mean", "sigma"}, {"decay", "min_sigma"}),
+    "OrnsteinUhlenbeckActionNoise": ({"type", "mean", "sigma"}, {"decay", "min_sigma", "theta", "dt", "initial_noise"}),
+}
+
+
+def check_noise_spec(entry: str, spec: Any, action_dim: int, n_envs: int) -> None:
+    """A built-in noise's JSON: vectors of the action's dimension, finite numbers, ``n_envs`` copies."""
+    if spec is None or (isinstance(spec, dict) and spec.get("pickled") is True and len(spec) == 1):
+        return
+    if not isinstance(spec, dict):
+        raise ModelFileError(f"{entry} must be a noise description, got {str(spec)[:200]}")
+    if spec.get("type") == "VectorizedActionNoise":
+        if set(spec) != {"type", "base_noise", "n_envs"}:
+            raise ModelFileError(f"{entry} has keys {sorted(spec)}")
+        if _int(f"{entry}.n_envs", spec["n_envs"], 1, 2**16) != n_envs:
+            raise ModelFileError(f"{entry}.n_envs is {spec['n_envs']}, the model has n_envs={n_envs}")
+        check_noise_spec(f"{entry}.base_noise", spec["base_noise"], action_dim, 1)
+        if isinstance(spec["base_noise"], dict) and spec["base_noise"].get("type") == "VectorizedActionNoise":
+            raise ModelFileError(f"{entry}.base_noise cannot be vectorized itself")
+        return
+    keys = _NOISE_KEYS.get(spec.get("type"))
+    if keys is None:
+        raise ModelFileError(f"{entry} has unknown type {spec.get('type')!r}")
+    required, optional = keys
+    if not required <= set(spec) <= required | optional:
+        raise ModelFileError(
+            f"{entry} has keys {sorted(spec)}, expected {sorted(required)} and some of {sorted(optional)}"
+        )
+    if n_envs != 1:
+        raise ModelFileError(f"{entry} is a single-env noise but the model has n_envs={n_envs}")
+    for name in ("mean", "sigma", "initial_noise"):
+        value = spec.get(name)
+        if value is None and name == "initial_noise":
+            continue
+        if not isinstance(value, list) or len(value) != action_dim:
+            raise ModelFileError(f"{entry}.{name} must be a list of {action_dim} numbers (the action dimension)")
+        for x in value:
+            _number(f"{entry}.{name}", x, 0.0 if name == "sigma" else -math.inf)
+    if "decay" in spec:
+        _number(f"{entry}.decay", spec["decay"], 1e-12, 1.0)
+    if "min_sigma" in spec:
+        _number(f"{entry}.min_sigma", spec["min_sigma"], 0.0)
+    for name in ("theta", "dt"):
+        if name in spec and _number(f"{entry}.{name}", spec[name], 0.0) <= 0:
+            raise ModelFileError(f"{entry}.{name} must be > 0")
+
+
+def check_noise_state(entry: str, state: Any, noise: Any) -> None:
+    """A noise's ``get_state()`` output against the (built) noise it is restored into."""
+    if noise is None:
+        return
+    if state is None:
+        return
+    if not isinstance(state, dict):
+        raise ModelFileError(f"{entry} must be a dict, got {str(state)[:200]}")
+    if isinstance(noise, VectorizedActionNoise):
+        copies = state.get("noises")
+        if set(state) != {"noises"} or not isinstance(copies, list) or len(copies) != noise.n_envs:
+            raise ModelFileError(f"{entry} must hold {noise.n_envs} noise states (one per env)")
+        for i, (sub, sub_noise) in enumerate(zip(copies, noise.noises)):
+            check_noise_state(f"{entry}.noises[{i}]", sub, sub_noise)
+        return
+    if not isinstance(noise, _DecayingSigma):
+        return  # a user's noise (given through custom_objects or pickle) checks its own state
+    check_numpy_rng_state(f"{entry}.rng", state.get("rng"))
+    if isinstance(noise, _DecayingSigma):
+        _int(f"{entry}.n_draws", state.get("n_draws"), 0)
+    if isinstance(noise, OrnsteinUhlenbeckActionNoise):
+        x = state.get("x")
+        if not isinstance(x, list) or len(x) != noise.mean.size:
+            raise ModelFileError(f"{entry}.x must be a list of {noise.mean.size} numbers (the action dimension)")
+        for value in x:
+            _number(f"{entry}.x", value)

@@ -16,15 +16,15 @@ import io
 import json
 import os
 import zipfile
-from typing import IO, NamedTuple
+from typing import IO, Any, NamedTuple
 
 import numpy as np
 import torch
 from gymnasium import spaces
 
-from rlkit_td3.buffers.replay_buffer import ReplayBuffer
-from rlkit_td3.file_checks import MAX_BUFFER_META_BYTES, check_buffer_meta, check_dict_obs_dtypes, read_npy_member
+from rlkit_td3.buffers.replay_buffer import ReplayBuffer, check_buffer_meta
 from rlkit_td3.serialization import ModelFileError, atomic_write
+from rlkit_td3.validators import MAX_BUFFER_META_BYTES, read_npy_member
 
 
 class DictReplayBufferSamples(NamedTuple):
@@ -343,4 +343,14 @@ class DictReplayBuffer(ReplayBuffer):
         return (
             f"{type(self).__name__}(size={self.size()}, buffer_size={self.buffer_size}, n_envs={self.n_envs}, "
             f"keys={list(self.obs_layout)})"
+        )
+
+
+def check_dict_obs_dtypes(meta: dict[str, Any], dtypes: dict[str, str]) -> None:
+    """The per-key storage dtypes of a Dict-observation buffer file (``obs_dtype``, NumPy dtype strings) must be
+    the buffer's, key for key and in order."""
+    file_dtypes = meta.get("obs_dtype")
+    if not isinstance(file_dtypes, dict) or list(file_dtypes.items()) != list(dtypes.items()):
+        raise ModelFileError(
+            f"replay buffer file has observation dtypes {str(file_dtypes)[:200]}, this buffer has {dtypes}"
         )

@@ -29,8 +29,8 @@ import torch
 from gymnasium import spaces
 
 from rlkit_td3.buffers.n_step import NStepReplayBuffer
-from rlkit_td3.file_checks import MAX_BUFFER_META_BYTES, read_npy_member
 from rlkit_td3.serialization import ModelFileError
+from rlkit_td3.validators import MAX_BUFFER_META_BYTES, read_npy_member
 
 PRIORITIZATIONS = ("proportional", "lap")
 

@@ -27,7 +27,9 @@ import torch
 from gymnasium import spaces
 from torch import nn
 
+from rlkit_td3.export import export
 from rlkit_td3.policies.obs_normalizer import ObsNormalizer
+from rlkit_td3.policies.registry import POLICY_ALIASES
 from rlkit_td3.preprocessing import is_image_space, preprocess_obs
 from rlkit_td3.serialization import (
     FORMAT_NAME,
@@ -723,8 +725,6 @@ class TD3Policy(nn.Module):
             kwargs[key] = name
         kwargs["actor_learning_rate"] = float(self.actor_optimizer.param_groups[0]["lr"])
         kwargs["critic_learning_rate"] = float(self.critic_optimizer.param_groups[0]["lr"])
-        from rlkit_td3.policies import POLICY_ALIASES
-
         metadata = {
             "format": FORMAT_NAME,
             "format_version": FORMAT_VERSION,
@@ -794,8 +794,6 @@ class TD3Policy(nn.Module):
     def export(self, path: str | os.PathLike[str], format: str = "torchscript", **kwargs: Any) -> Path:
         """Export the actor, with the action unscaling (and optional observation normalisation) in the
         graph, to TorchScript or ONNX. See `rlkit_td3.export.export()` for the arguments."""
-        from rlkit_td3.export import export
-
         return export(self, path, format=format, **kwargs)
 
 
@@ -812,14 +810,14 @@ class MultiInputPolicy(TD3Policy):
     default_features_extractor_class = CombinedExtractor
 
 
+POLICY_ALIASES.update(MlpPolicy=TD3Policy, CnnPolicy=CnnPolicy, MultiInputPolicy=MultiInputPolicy)
+
 POLICY_CONTENT = "policy"
 """``metadata["content"]`` of a file written by `TD3Policy.save()` (whole-model files have none)."""
 
 
 def _policy_class_from_file(cls: type[TD3Policy], name: Any) -> type[TD3Policy]:
     """The policy class a file names: a registered alias, or ``cls`` itself when the file names it."""
-    from rlkit_td3.policies import POLICY_ALIASES
-
     if isinstance(name, str) and name == class_to_name(cls, POLICY_ALIASES):
         return cls
     found = class_from_name(name, POLICY_ALIASES, "policy")
