@@ -64,7 +64,7 @@ import platform
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from torch import nn
@@ -74,9 +74,6 @@ from rlkit_td3.buffers import ReplayBufferSamples
 from rlkit_td3.optim import optimizer_step
 from rlkit_td3.policies.td3_policy import Actor, CriticEnsemble, ScaleImages, _FlattenBatch
 from rlkit_td3.torch_layers import FlattenExtractor
-
-if TYPE_CHECKING:
-    from rlkit_td3.off_policy import OffPolicyAlgorithm
 
 _threshold_backward = torch.ops.aten.threshold_backward.grad_input
 _tanh_backward = torch.ops.aten.tanh_backward.grad_input
@@ -274,6 +271,16 @@ def _modules(policy: Any) -> list[nn.Module]:
     return [m for net in nets for m in net.modules()]
 
 
+def fused_reference(train_step: Any) -> Any:
+    """Mark ``train_step`` as the update `FusedUpdate` equals bit for bit (``OffPolicyAlgorithm._train_step``).
+
+    A subclass that overrides ``_train_step`` loses the mark, and with it the fused update. The mark keeps this
+    module below the training loop: it needs no import of ``OffPolicyAlgorithm`` to recognise its update.
+    """
+    train_step.fused_reference = True
+    return train_step
+
+
 class FusedUpdate:
     """The update of ``model`` (`OffPolicyAlgorithm._train_step`, bit for bit with the reference products) over buffers
     for ``batch_size``.
@@ -286,7 +293,7 @@ class FusedUpdate:
         batch_size: the number of transitions per batch the buffers are allocated for.
     """
 
-    def __init__(self, model: OffPolicyAlgorithm, batch_size: int) -> None:
+    def __init__(self, model: Any, batch_size: int) -> None:
         reason = self.ineligibility(model)
         if reason is not None:
             raise ValueError(f"the fused update does not cover this model: {reason}")
@@ -396,12 +403,10 @@ class FusedUpdate:
 
     # ------------------------------------------------------------------ eligibility
     @staticmethod
-    def ineligibility(model: OffPolicyAlgorithm) -> str | None:
+    def ineligibility(model: Any) -> str | None:
         """Why the fused update cannot stand for ``model._train_step``, or None when it can (see the module
         docstring for the rules)."""
-        from rlkit_td3.off_policy import OffPolicyAlgorithm
-
-        if type(model)._train_step is not OffPolicyAlgorithm._train_step or "_train_step" in vars(model):
+        if not getattr(type(model)._train_step, "fused_reference", False) or "_train_step" in vars(model):
             return "_train_step is overridden"
         policy = model.policy
         actor, critic = _actor_linears(policy.actor), policy.critic
@@ -437,7 +442,7 @@ class FusedUpdate:
         return None
 
     @staticmethod
-    def state_key(model: OffPolicyAlgorithm, batch_size: int) -> tuple:
+    def state_key(model: Any, batch_size: int) -> tuple:
         """What the buffers and the eligibility depend on: identities of the policy, optimizers, modules and
         parameters, the parameters' storage, shape, dtype and ``requires_grad``, hooks, and the batch size."""
         policy = model.policy

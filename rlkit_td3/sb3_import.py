@@ -54,6 +54,7 @@ from rlkit_td3.file_checks import (
     existing_zip_path,
     print_system_info_of,
 )
+from rlkit_td3.model_files import FileFormat, algorithm_class, register_format
 from rlkit_td3.noise import ActionNoise, NormalActionNoise, OrnsteinUhlenbeckActionNoise
 from rlkit_td3.policies.td3_policy import DEFAULT_NET_ARCH, TD3Policy, parse_net_arch
 from rlkit_td3.serialization import (
@@ -580,9 +581,7 @@ def load_sb3_model(
         ValueError: a TD3 model loaded with ``DDPG.load``; ``env``'s spaces differ from the model's.
         TypeError: a bad argument type or an unknown keyword.
     """
-    from rlkit_td3.ddpg import DDPG
-    from rlkit_td3.off_policy import OffPolicyAlgorithm
-
+    OffPolicyAlgorithm = algorithm_class("OffPolicyAlgorithm")  # noqa: N806  (a class, by its registered name)
     require_bool("allow_pickle", allow_pickle)
     require_bool("print_system_info", print_system_info)
     require_bool("force_reset", force_reset)
@@ -611,7 +610,7 @@ def load_sb3_model(
         raise ModelFileError(f"{path}: {exc}") from exc
     except (TypeError, ValueError, AttributeError, KeyError) as exc:  # e.g. an unpickled noise of another shape
         raise ModelFileError(f"{path}: malformed SB3 model ({type(exc).__name__}: {exc})") from exc
-    if issubclass(cls, DDPG):
+    if issubclass(cls, algorithm_class("DDPG")):
         # SB3's DDPG stores target_policy_noise=0.1 with target_noise_clip=0: the clipped noise is zero
         found = {key: ctor[key] for key in ("policy_delay", "target_policy_noise", "target_noise_clip")}
         if ctor["policy_delay"] != 1 or 0.0 not in (ctor["target_policy_noise"], ctor["target_noise_clip"]):
@@ -834,3 +833,6 @@ def _fill_networks(model: Any, state: dict[str, Any], tensors: dict[str, Any], s
 
 
 __all__ = ["SB3_ENTRIES", "UnsupportedModelError", "is_sb3_zip", "load_sb3_model", "read_sb3_zip"]
+
+
+register_format(FileFormat("stable-baselines3", load=load_sb3_model, recognises=is_sb3_zip))

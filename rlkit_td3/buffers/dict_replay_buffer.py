@@ -23,6 +23,7 @@ import torch
 from gymnasium import spaces
 
 from rlkit_td3.buffers.replay_buffer import ReplayBuffer, check_buffer_meta
+from rlkit_td3.dict_obs import check_dict_space
 from rlkit_td3.serialization import ModelFileError, atomic_write
 from rlkit_td3.validators import MAX_BUFFER_META_BYTES, read_npy_member
 
@@ -37,31 +38,6 @@ class DictReplayBufferSamples(NamedTuple):
     rewards: torch.Tensor
     terminated: torch.Tensor
     truncated: torch.Tensor
-
-
-def check_dict_space(observation_space: spaces.Space) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
-    """``{key: (shape, storage dtype)}`` of a Dict observation space whose entries are all Box spaces.
-
-    Raises:
-        TypeError: the space is not a ``gymnasium.spaces.Dict`` of ``Box`` spaces, or a key is not a str.
-        ValueError: the Dict is empty or an entry has no elements.
-    """
-    if not isinstance(observation_space, spaces.Dict):
-        raise TypeError(f"observation_space must be a gymnasium.spaces.Dict, got {observation_space!r}")
-    if len(observation_space.spaces) == 0:
-        raise ValueError("observation_space must be a non-empty gymnasium.spaces.Dict")
-    layout = {}
-    for key, space in observation_space.spaces.items():
-        if not isinstance(key, str):
-            raise TypeError(f"observation_space keys must be str, got {key!r}")
-        if not isinstance(space, spaces.Box):
-            raise TypeError(f"observation_space[{key!r}] must be a gymnasium.spaces.Box, got {space!r}")
-        shape = tuple(int(d) for d in space.shape)
-        if int(np.prod(shape)) == 0:
-            raise ValueError(f"observation_space[{key!r}] must have at least one element, got shape {shape}")
-        dtype = np.dtype(space.dtype)
-        layout[key] = (shape, np.dtype(np.float32) if dtype.kind == "f" else dtype)
-    return layout
 
 
 class DictReplayBuffer(ReplayBuffer):
