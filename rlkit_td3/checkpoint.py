@@ -48,11 +48,12 @@ from rlkit_td3.file_checks import (
     print_system_info_of,
     zip_path_for_save,
 )
-from rlkit_td3.fused_update import MATMUL_CHOICES, check_matmul_choice
+from rlkit_td3.matmul_choice import MATMUL_CHOICES, check_matmul_choice
 from rlkit_td3.model_files import FileFormat, algorithm_class, register_format
 from rlkit_td3.noise import noise_from_dict
 from rlkit_td3.parameters import get_parameters, set_parameters
 from rlkit_td3.policies import POLICY_ALIASES, CnnPolicy, MultiInputPolicy, TD3Policy
+from rlkit_td3.policies.networks import parse_net_arch
 from rlkit_td3.policies.td3_policy import _check_state_shapes
 from rlkit_td3.schedules import (
     Schedule,
@@ -125,8 +126,6 @@ def _check_policy_size(
 
     Without this a forged ``net_arch`` could make loading allocate and initialise huge networks.
     """
-    from rlkit_td3.policies.td3_policy import parse_net_arch
-
     pi, qf = parse_net_arch(policy_kwargs.get("net_arch", [400, 300]))
     n_critics = _check_int("n_critics", policy_kwargs.get("n_critics", 2), 1)
     obs_dim, act_dim = int(np.prod(observation_space.shape)), int(np.prod(action_space.shape))

@@ -29,7 +29,7 @@ from rlkit_td3.load_arguments import (
     zip_path_for_save,
 )
 from rlkit_td3.noise import check_noise_spec, check_noise_state
-from rlkit_td3.policies.td3_policy import parse_net_arch
+from rlkit_td3.policies.networks import parse_net_arch
 from rlkit_td3.schedules import check_schedule_spec
 from rlkit_td3.serialization import (
     BUFFER_ENTRY,
