@@ -266,7 +266,7 @@ def _training_state(model: Any) -> dict[str, Any]:
         "env_seeded": model._env_seeded,
         "episode_infos": [[info["r"], info["l"]] for info in model.ep_info_buffer],
         "warmup_rng": rng_state_to_json(model._warmup_rng),
-        "action_noise": None if model.action_noise is None else model.action_noise.get_state(),
+        "action_noise": None if model.action_noise is None else model.action_noise.state_dict(),
         "schedules": {
             name: schedule.get_state()
             for name, schedule in _schedules(model).items()
@@ -316,7 +316,7 @@ def _restore_training_state(
     model._saved_episode_infos = [(float(r), int(n)) for r, n in state["episode_infos"]]
     set_rng_state(model._warmup_rng, state["warmup_rng"])
     if model.action_noise is not None and state["action_noise"] is not None:
-        model.action_noise.set_state(state["action_noise"])
+        model.action_noise.load_state_dict(state["action_noise"])
     _restore_schedule_states(model, state.get("schedules"))
     restore_smoothing_rng(model._smoothing_rng, tensors["smoothing_rng"])
     saved_n_envs = model.n_envs if saved_n_envs is None else saved_n_envs

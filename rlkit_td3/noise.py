@@ -63,6 +63,35 @@ class ActionNoise(ABC):
         """Restore what `get_state()` returned."""
         self._rng.bit_generator.state = state["rng"]
 
+    # the component state protocol (see the Architecture page of the docs): what a checkpoint saves and restores
+    def state_dict(self) -> dict[str, Any]:
+        """The noise's changing state, as JSON: what a checkpoint stores (by default `get_state()`).
+
+        A noise of your own with more state overrides this and `load_state_dict()` (or `get_state()`,
+        `set_state()` and `check_state()`); the checkpoint stores whatever it returns and hands it back.
+        """
+        return self.get_state()
+
+    def load_state_dict(self, state: Any) -> None:
+        """Restore what `state_dict()` returned, after checking it (`check_state()`).
+
+        Raises:
+            ModelFileError: (a ``ValueError``) the state is not one this noise can hold; nothing was changed.
+        """
+        self.check_state(state)
+        self.set_state(state)
+
+    def check_state(self, state: Any, entry: str = "action_noise state") -> None:
+        """Raise ``ModelFileError`` naming ``entry`` unless ``state`` is one `set_state()` can restore.
+
+        The base class checks that it is a dict and, when it holds one, the ``"rng"`` generator state that
+        `get_state()` writes; the built-in noises check all of theirs.
+        """
+        if not isinstance(state, dict):
+            raise ModelFileError(f"{entry} must be a dict, got {str(state)[:200]}")
+        if "rng" in state:
+            check_numpy_rng_state(f"{entry}.rng", state["rng"])
+
 
 class _DecayingSigma:
     """Shared σ bookkeeping for the two built-in noises."""
@@ -85,6 +114,11 @@ class _DecayingSigma:
     def set_state(self, state: dict[str, Any]) -> None:
         super().set_state(state)  # type: ignore[misc]
         self.n_draws = int(state["n_draws"])
+
+    def check_state(self, state: Any, entry: str = "action_noise state") -> None:
+        super().check_state(state, entry)  # type: ignore[misc]
+        check_numpy_rng_state(f"{entry}.rng", state.get("rng"))
+        _int(f"{entry}.n_draws", state.get("n_draws"), 0)
 
     @property
     def sigma(self) -> np.ndarray:
@@ -194,6 +228,14 @@ class OrnsteinUhlenbeckActionNoise(_DecayingSigma, ActionNoise):
         super().set_state(state)
         self._state = np.asarray(state["x"], dtype=np.float64).reshape(self.mean.shape)
 
+    def check_state(self, state: Any, entry: str = "action_noise state") -> None:
+        super().check_state(state, entry)
+        x = state.get("x")
+        if not isinstance(x, list) or len(x) != self.mean.size:
+            raise ModelFileError(f"{entry}.x must be a list of {self.mean.size} numbers (the action dimension)")
+        for value in x:
+            _number(f"{entry}.x", value)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "type": "OrnsteinUhlenbeckActionNoise",
@@ -262,6 +304,23 @@ class VectorizedActionNoise(ActionNoise):
             raise ValueError(f"noise state holds {len(state['noises'])} copies, this noise has {self.n_envs}")
         for noise, sub in zip(self.noises, state["noises"]):
             noise.set_state(sub)
+
+    def state_dict(self) -> dict[str, Any]:
+        """Each copy's `ActionNoise.state_dict()`, in env order."""
+        return {"noises": [noise.state_dict() for noise in self.noises]}
+
+    def load_state_dict(self, state: Any) -> None:
+        """Give each copy its `ActionNoise.load_state_dict()` (after checking the layout and every copy's state)."""
+        self.check_state(state)
+        for noise, sub in zip(self.noises, state["noises"]):
+            noise.load_state_dict(sub)
+
+    def check_state(self, state: Any, entry: str = "action_noise state") -> None:
+        copies = state.get("noises") if isinstance(state, dict) else None
+        if not isinstance(copies, list) or set(state) != {"noises"} or len(copies) != self.n_envs:
+            raise ModelFileError(f"{entry} must hold {self.n_envs} noise states (one per env)")
+        for i, (sub, noise) in enumerate(zip(copies, self.noises)):
+            noise.check_state(sub, f"{entry}.noises[{i}]")
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -420,28 +479,7 @@ def check_noise_spec(entry: str, spec: Any, action_dim: int, n_envs: int) -> Non
 
 
 def check_noise_state(entry: str, state: Any, noise: Any) -> None:
-    """A noise's ``get_state()`` output against the (built) noise it is restored into."""
-    if noise is None:
+    """A noise's saved state against the (built) noise it is restored into: `ActionNoise.check_state()`."""
+    if noise is None or state is None:
         return
-    if state is None:
-        return
-    if not isinstance(state, dict):
-        raise ModelFileError(f"{entry} must be a dict, got {str(state)[:200]}")
-    if isinstance(noise, VectorizedActionNoise):
-        copies = state.get("noises")
-        if set(state) != {"noises"} or not isinstance(copies, list) or len(copies) != noise.n_envs:
-            raise ModelFileError(f"{entry} must hold {noise.n_envs} noise states (one per env)")
-        for i, (sub, sub_noise) in enumerate(zip(copies, noise.noises)):
-            check_noise_state(f"{entry}.noises[{i}]", sub, sub_noise)
-        return
-    if not isinstance(noise, _DecayingSigma):
-        return  # a user's noise (given through custom_objects or pickle) checks its own state
-    check_numpy_rng_state(f"{entry}.rng", state.get("rng"))
-    if isinstance(noise, _DecayingSigma):
-        _int(f"{entry}.n_draws", state.get("n_draws"), 0)
-    if isinstance(noise, OrnsteinUhlenbeckActionNoise):
-        x = state.get("x")
-        if not isinstance(x, list) or len(x) != noise.mean.size:
-            raise ModelFileError(f"{entry}.x must be a list of {noise.mean.size} numbers (the action dimension)")
-        for value in x:
-            _number(f"{entry}.x", value)
+    noise.check_state(state, entry)
