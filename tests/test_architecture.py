@@ -1,4 +1,5 @@
-"""The package's structure: no import circles (lazy imports included) and no file over 750 lines.
+"""The package's structure: no import circles (lazy imports included), imports only down the floors that
+docs/architecture.md lists, and no file over 750 lines.
 
 The import graph is drawn from the source (the AST), not from ``sys.modules``: every ``import`` and
 ``from ... import`` anywhere in a module counts, also one inside a function, so that a lazy import cannot hide
@@ -9,11 +10,13 @@ a circle. ``from package import name`` is an edge to the submodule when ``name``
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "rlkit_td3"
 MAX_LINES = 750
+ARCHITECTURE_PAGE = ROOT / "docs" / "architecture.md"
 
 
 def module_files() -> dict[str, Path]:
@@ -98,6 +101,23 @@ def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
     return sorted(found)
 
 
+def floors_from_page() -> dict[str, int]:
+    """The floor table of docs/architecture.md: ``{dotted module or package name: floor}``."""
+    floors = {}
+    for line in ARCHITECTURE_PAGE.read_text().splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) >= 2 and cells[0].isdigit():
+            for name in re.findall(r"`([\w.]+)`", cells[1]):
+                floors["rlkit_td3" if name == "rlkit_td3" else f"rlkit_td3.{name}"] = int(cells[0])
+    return floors
+
+
+def floor_of(module: str, floors: dict[str, int]) -> int | None:
+    """The floor of the most specific name that covers ``module`` (``rlkit_td3`` covers only the package's face)."""
+    covering = [name for name in floors if module == name or (name != "rlkit_td3" and module.startswith(name + "."))]
+    return floors[max(covering, key=len)] if covering else None
+
+
 def test_graph_sees_lazy_relative_and_submodule_imports():
     graph = import_graph()
     assert "rlkit_td3.td3" in graph["rlkit_td3"]  # `from rlkit_td3.td3 import TD3` in the package's face
@@ -121,3 +141,28 @@ def test_no_library_file_over_750_lines():
         if (n := len(path.read_text().splitlines())) > MAX_LINES
     }
     assert not long, f"files over {MAX_LINES} lines (split them by concept): {long}"
+
+
+def test_every_module_has_a_floor_on_the_architecture_page():
+    floors = floors_from_page()
+    assert len(floors) > 20 and set(floors.values()) == set(range(7))
+    missing = [module for module in import_graph() if floor_of(module, floors) is None]
+    assert not missing, f"modules without a floor in docs/architecture.md's table (add them): {missing}"
+
+
+def test_imports_run_down_the_floors():
+    floors = floors_from_page()
+    upward = [
+        f"{module} (floor {floor_of(module, floors)}) imports {target} (floor {floor_of(target, floors)})"
+        for module, targets in sorted(import_graph().items())
+        for target in sorted(targets)
+        if (floor_of(target, floors) or 0) > (floor_of(module, floors) or 0)
+    ]
+    assert not upward, "imports that go up a floor (see docs/architecture.md):\n" + "\n".join(upward)
+
+
+def test_the_floor_check_sees_an_upward_import():
+    floors = {"rlkit_td3": 5, "rlkit_td3.noise": 1, "rlkit_td3.policies": 1, "rlkit_td3.policies.registry": 0}
+    assert floor_of("rlkit_td3.policies.td3_policy", floors) == 1
+    assert floor_of("rlkit_td3.policies.registry", floors) == 0
+    assert floor_of("rlkit_td3.td3", floors) is None  # the package's face covers no submodule
