@@ -24,9 +24,10 @@ import torch
 from gymnasium import spaces
 from gymnasium.vector import VectorEnv
 
+from rlkit_td3 import env_state
 from rlkit_td3.buffers import BUFFER_REGISTRY
 from rlkit_td3.dict_obs import flat_obs_dim, obs_shapes, obs_to_tensors
-from rlkit_td3.env_state import env_rng_states, exact_resume_problem, pre_reset_states, restart_envs
+from rlkit_td3.env_state import exact_resume_problem
 from rlkit_td3.file_checks import (
     ACTIVATIONS,
     CUSTOM_TO_CTOR,
@@ -57,8 +58,9 @@ from rlkit_td3.policies.networks import parse_net_arch
 from rlkit_td3.policies.td3_policy import _check_state_shapes
 from rlkit_td3.schedules import (
     Schedule,
-    StatefulSchedule,
+    load_schedule_states,
     schedule_from_dict,
+    schedule_states,
     schedule_to_dict,
 )
 from rlkit_td3.serialization import (
@@ -257,7 +259,6 @@ def save(model: Any, path: str | os.PathLike[str], include_buffer: bool = False)
 
 def _training_state(model: Any) -> dict[str, Any]:
     """What determines the future of the run, besides the networks, optimizers and buffer (JSON)."""
-    needs_reset = getattr(model, "_needs_reset", None)
     return {
         "rollout": None if model._rollout is None else dict(model._rollout),
         "progress_remaining": model._current_progress_remaining,
@@ -267,27 +268,20 @@ def _training_state(model: Any) -> dict[str, Any]:
         "episode_infos": [[info["r"], info["l"]] for info in model.ep_info_buffer],
         "warmup_rng": rng_state_to_json(model._warmup_rng),
         "action_noise": None if model.action_noise is None else model.action_noise.state_dict(),
-        "schedules": {
-            name: schedule.get_state()
-            for name, schedule in _schedules(model).items()
-            if isinstance(schedule, StatefulSchedule)
-        },
-        "env_rngs": env_rng_states(model),
-        "sb3_pre_reset": pre_reset_states(model),
-        "needs_reset": None if needs_reset is None else [bool(x) for x in needs_reset],
+        "schedules": schedule_states(_schedules(model)),
+        **env_state.state_dict(model),  # env_rngs, sb3_pre_reset, needs_reset
         "torch_num_threads": model._learn_num_threads or model.torch_num_threads or torch.get_num_threads(),
         "fused_update_matmul": check_matmul_choice(getattr(model, "fused_update_matmul", "auto")),
     }
 
 
+SCHEDULE_NAMES = ("learning_rate", "actor_learning_rate", "critic_learning_rate")
+"""The model's schedules, by constructor argument name."""
+
+
 def _schedules(model: Any) -> dict[str, Schedule]:
     """The learning-rate schedules the model holds, by constructor argument name."""
-    named = {
-        "learning_rate": model.learning_rate,
-        "actor_learning_rate": model.actor_learning_rate,
-        "critic_learning_rate": model.critic_learning_rate,
-    }
-    return {name: schedule for name, schedule in named.items() if schedule is not None}
+    return {name: getattr(model, name) for name in SCHEDULE_NAMES if getattr(model, name) is not None}
 
 
 def _restore_training_state(
@@ -317,48 +311,11 @@ def _restore_training_state(
     set_rng_state(model._warmup_rng, state["warmup_rng"])
     if model.action_noise is not None and state["action_noise"] is not None:
         model.action_noise.load_state_dict(state["action_noise"])
-    _restore_schedule_states(model, state.get("schedules"))
+    load_schedule_states(_schedules(model), state.get("schedules"), SCHEDULE_NAMES, "training_state: schedules")
     restore_smoothing_rng(model._smoothing_rng, tensors["smoothing_rng"])
-    saved_n_envs = model.n_envs if saved_n_envs is None else saved_n_envs
-    needs_reset = state.get("needs_reset")
-    if needs_reset is not None and (
-        not isinstance(needs_reset, list)
-        or len(needs_reset) != saved_n_envs
-        or not all(isinstance(x, bool) for x in needs_reset)
-    ):
-        raise ModelFileError(
-            f"training_state: needs_reset must be a list of {saved_n_envs} booleans, got {needs_reset!r}"
-        )
-    pre_reset = state.get("sb3_pre_reset")
-    if pre_reset is not None and (
-        not isinstance(pre_reset, list)
-        or len(pre_reset) != saved_n_envs
-        or not all(x is None or isinstance(x, dict) for x in pre_reset)
-    ):
-        raise ModelFileError(
-            f"training_state: sb3_pre_reset must be a list of {saved_n_envs} generator states or nulls"
-        )
-    if model._venv is not None:
-        if saved_n_envs != model.n_envs:  # loaded onto another number of envs: every episode restarts
-            restart_envs(model, None, None, None)
-        else:
-            restart_envs(model, state.get("env_rngs"), tensors.get("last_obs"), needs_reset, pre_reset)
-
-
-def _restore_schedule_states(model: Any, states: Any) -> None:
-    """Give each schedule with ``set_state`` the state saved with it (schedules without it keep none)."""
-    if states is None:
-        return
-    names = ("learning_rate", "actor_learning_rate", "critic_learning_rate")
-    if not isinstance(states, dict) or not set(states) <= set(names):
-        raise ModelFileError(
-            f"training_state: schedules must be a dict whose keys are among {', '.join(names)}, got {states!r}"
-        )
-    schedules = _schedules(model)
-    for name, spec in states.items():
-        schedule = schedules.get(name)
-        if isinstance(schedule, StatefulSchedule):  # a replacement given through custom_objects may be stateless
-            schedule.set_state(spec)
+    env_state.load_state_dict(
+        model, state, tensors.get("last_obs"), model.n_envs if saved_n_envs is None else saved_n_envs
+    )
 
 
 def restore_smoothing_rng(generator: torch.Generator, state: torch.Tensor) -> None:

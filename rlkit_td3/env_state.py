@@ -14,7 +14,7 @@ import torch
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 
 from rlkit_td3.dict_obs import obs_from_tensors, stack_obs
-from rlkit_td3.serialization import rng_state_to_json, set_rng_state
+from rlkit_td3.serialization import ModelFileError, rng_state_to_json, set_rng_state
 from rlkit_td3.vec_env.dummy_vec_env import DummyVecEnv
 from rlkit_td3.vec_env.gymnasium_bridge import GymnasiumVecEnv
 from rlkit_td3.vec_env.training_env import episode_statistics
@@ -146,3 +146,46 @@ def restart_envs(
         model._needs_reset = np.zeros(model.n_envs, dtype=bool)
     else:
         model._last_obs = None
+
+
+def state_dict(model: Any) -> dict[str, Any]:
+    """The envs' records a checkpoint stores (JSON): ``env_rngs`` (each sub-env's generator), ``sb3_pre_reset``
+    (`DummyVecEnv`'s generator states before the resets of its last step) and ``needs_reset``."""
+    needs_reset = getattr(model, "_needs_reset", None)
+    return {
+        "env_rngs": env_rng_states(model),
+        "sb3_pre_reset": pre_reset_states(model),
+        "needs_reset": None if needs_reset is None else [bool(x) for x in needs_reset],
+    }
+
+
+def load_state_dict(model: Any, state: dict[str, Any], last_obs: Any, saved_n_envs: int) -> None:
+    """Check the records of `state_dict()` (in the training state ``state``; each optional: older files lack them)
+    against the ``saved_n_envs`` envs they were saved for, then bring the model's envs (if any) to where they stood.
+
+    Raises:
+        ModelFileError: a record of the wrong shape.
+    """
+    needs_reset = state.get("needs_reset")
+    if needs_reset is not None and (
+        not isinstance(needs_reset, list)
+        or len(needs_reset) != saved_n_envs
+        or not all(isinstance(x, bool) for x in needs_reset)
+    ):
+        raise ModelFileError(
+            f"training_state: needs_reset must be a list of {saved_n_envs} booleans, got {needs_reset!r}"
+        )
+    pre_reset = state.get("sb3_pre_reset")
+    if pre_reset is not None and (
+        not isinstance(pre_reset, list)
+        or len(pre_reset) != saved_n_envs
+        or not all(x is None or isinstance(x, dict) for x in pre_reset)
+    ):
+        raise ModelFileError(
+            f"training_state: sb3_pre_reset must be a list of {saved_n_envs} generator states or nulls"
+        )
+    if model._venv is not None:
+        if saved_n_envs != model.n_envs:  # loaded onto another number of envs: every episode restarts
+            restart_envs(model, None, None, None)
+        else:
+            restart_envs(model, state.get("env_rngs"), last_obs, needs_reset, pre_reset)

@@ -163,3 +163,26 @@ def check_schedule_spec(entry: str, spec: Any) -> None:
             raise ModelFileError(f"{entry}.end_fraction must be > 0")
         return
     raise ModelFileError(f"{entry} is not a constant or linear schedule: {str(spec)[:200]}")
+
+
+def schedule_states(schedules: dict[str, Schedule]) -> dict[str, Any]:
+    """The state of each schedule that has one (`StatefulSchedule.get_state`), by name: what a checkpoint stores."""
+    return {
+        name: schedule.get_state() for name, schedule in schedules.items() if isinstance(schedule, StatefulSchedule)
+    }
+
+
+def load_schedule_states(schedules: dict[str, Schedule], states: Any, names: tuple[str, ...], entry: str) -> None:
+    """Give each schedule with ``set_state`` the state stored with it (schedules without it keep none).
+
+    Raises:
+        ModelFileError: ``states`` is not a dict whose keys are among ``names`` (named ``entry``).
+    """
+    if states is None:
+        return
+    if not isinstance(states, dict) or not set(states) <= set(names):
+        raise ModelFileError(f"{entry} must be a dict whose keys are among {', '.join(names)}, got {states!r}")
+    for name, spec in states.items():
+        schedule = schedules.get(name)
+        if isinstance(schedule, StatefulSchedule):  # a replacement given through custom_objects may be stateless
+            schedule.set_state(spec)
