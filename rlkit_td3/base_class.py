@@ -18,11 +18,10 @@ import torch
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 
-from rlkit_td3 import checkpoint, sb3_import
-from rlkit_td3.buffers.dict_replay_buffer import check_dict_space
+from rlkit_td3 import model_files, parameters
 from rlkit_td3.checks import check_bool, check_seed
-from rlkit_td3.dict_obs import dict_obs_batch, obs_len
-from rlkit_td3.her import HerReplayBuffer
+from rlkit_td3.dict_obs import check_dict_space, dict_obs_batch, obs_len
+from rlkit_td3.env_state import exact_resume_problem
 from rlkit_td3.logger import Logger, configure
 from rlkit_td3.noise import draw_noise, fit_noise_to_envs
 from rlkit_td3.policies import TD3Policy, get_policy_class
@@ -185,8 +184,6 @@ class BaseAlgorithm:
         vec = as_training_env(env)
         self._check_env_matches(vec)
         self._set_env_and_spaces(vec)
-        if isinstance(getattr(self, "replay_buffer", None), HerReplayBuffer):
-            self.replay_buffer.env = vec  # relabelled rewards come from the new env
         self._fit_to_env(strict=False)
         self._last_obs = None
         self._rollout = None
@@ -347,7 +344,7 @@ class BaseAlgorithm:
             they are passed to
             [`set_parameters`][rlkit_td3.base_class.BaseAlgorithm.set_parameters].
         """
-        return checkpoint.get_parameters(self)
+        return parameters.get_parameters(self)
 
     def set_parameters(
         self,
@@ -378,7 +375,7 @@ class BaseAlgorithm:
             TypeError: ``load_path_or_dict`` is neither a dict nor a path.
             ModelFileError: (a ``ValueError``) the file is not a readable model file.
         """
-        checkpoint.set_parameters(self, load_path_or_dict, check_bool("exact_match", exact_match), device)
+        parameters.set_parameters(self, load_path_or_dict, check_bool("exact_match", exact_match), device)
 
     def save_replay_buffer(self, path: str | os.PathLike[str]) -> None:
         """Write the filled part of the replay buffer to ``path`` (``.npz``, atomic, no pickle)."""
@@ -410,7 +407,7 @@ class BaseAlgorithm:
             ValueError: ``include_buffer=True`` while training on a vector env with same-step autoreset, whose
                 runs no checkpoint can resume exactly (see the "What exact resume covers" docs section).
         """
-        checkpoint.save(self, path, check_bool("include_buffer", include_buffer))
+        model_files.native_format().save(self, path, check_bool("include_buffer", include_buffer))
 
     @classmethod
     def load(
@@ -453,15 +450,10 @@ class BaseAlgorithm:
             ValueError: a bad argument value, or ``env``'s spaces differ from the model's.
             FileNotFoundError: no file at ``path`` (nor at ``path + ".zip"``).
         """
-        if sb3_import.is_sb3_zip(path):  # a file written by Stable-Baselines3 2.x TD3/DDPG
-            return sb3_import.load_sb3_model(
-                cls, path, env, device, custom_objects, print_system_info, force_reset, allow_pickle, **kwargs
-            )
-        from rlkit_td3.off_policy import OffPolicyAlgorithm  # its constructor checks the file's hyperparameters
-
-        return checkpoint.load(
+        # this library's format, or one another format claims (a Stable-Baselines3 2.x TD3/DDPG zip): see
+        # rlkit_td3.model_files
+        return model_files.format_for(path).load(
             cls,
-            OffPolicyAlgorithm,
             path,
             env,
             device,
@@ -474,7 +466,7 @@ class BaseAlgorithm:
 
     def _exact_resume_problem(self) -> str | None:
         """Why no checkpoint of this model's run could resume exactly, or ``None`` when one can."""
-        return checkpoint._exact_resume_problem(self)
+        return exact_resume_problem(self)
 
     def __repr__(self) -> str:
         name = type(self).__name__

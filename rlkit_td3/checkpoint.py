@@ -9,7 +9,6 @@ envs' generators, the rollout in flight), which is what makes ``learn`` after ``
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import importlib.metadata
 import io
@@ -23,10 +22,12 @@ import gymnasium as gym
 import numpy as np
 import torch
 from gymnasium import spaces
-from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv, VectorEnv
+from gymnasium.vector import VectorEnv
 
+from rlkit_td3 import env_state
 from rlkit_td3.buffers import BUFFER_REGISTRY
-from rlkit_td3.dict_obs import flat_obs_dim, obs_from_tensors, obs_shapes, obs_to_tensors, stack_obs
+from rlkit_td3.dict_obs import flat_obs_dim, obs_shapes, obs_to_tensors
+from rlkit_td3.env_state import exact_resume_problem
 from rlkit_td3.file_checks import (
     ACTIVATIONS,
     CUSTOM_TO_CTOR,
@@ -48,14 +49,18 @@ from rlkit_td3.file_checks import (
     print_system_info_of,
     zip_path_for_save,
 )
-from rlkit_td3.fused_update import MATMUL_CHOICES, check_matmul_choice
+from rlkit_td3.matmul_choice import MATMUL_CHOICES, check_matmul_choice
+from rlkit_td3.model_files import FileFormat, algorithm_class, register_format
 from rlkit_td3.noise import noise_from_dict
+from rlkit_td3.parameters import get_parameters, set_parameters
 from rlkit_td3.policies import POLICY_ALIASES, CnnPolicy, MultiInputPolicy, TD3Policy
+from rlkit_td3.policies.networks import parse_net_arch
 from rlkit_td3.policies.td3_policy import _check_state_shapes
 from rlkit_td3.schedules import (
     Schedule,
-    StatefulSchedule,
+    load_schedule_states,
     schedule_from_dict,
+    schedule_states,
     schedule_to_dict,
 )
 from rlkit_td3.serialization import (
@@ -76,14 +81,10 @@ from rlkit_td3.torch_layers import FEATURES_EXTRACTORS
 from rlkit_td3.utils import (
     _check_device,
     _check_int,
-    get_device,
 )
-from rlkit_td3.vec_env.dummy_vec_env import DummyVecEnv
-from rlkit_td3.vec_env.gymnasium_bridge import GymnasiumVecEnv
 from rlkit_td3.vec_env.training_env import (
     as_training_env,
     check_action_space,
-    episode_statistics,
 )
 from rlkit_td3.version import __version__
 
@@ -127,8 +128,6 @@ def _check_policy_size(
 
     Without this a forged ``net_arch`` could make loading allocate and initialise huge networks.
     """
-    from rlkit_td3.policies.td3_policy import parse_net_arch
-
     pi, qf = parse_net_arch(policy_kwargs.get("net_arch", [400, 300]))
     n_critics = _check_int("n_critics", policy_kwargs.get("n_critics", 2), 1)
     obs_dim, act_dim = int(np.prod(observation_space.shape)), int(np.prod(action_space.shape))
@@ -144,110 +143,6 @@ def _check_policy_size(
         raise ModelFileError(f"the networks the metadata declares have {expected} parameters, the file stores {stored}")
 
 
-def _json_bit_generator_state(state: Any) -> Any:
-    """A NumPy ``bit_generator.state`` with its arrays as lists (JSON)."""
-    if isinstance(state, dict):
-        return {key: _json_bit_generator_state(value) for key, value in state.items()}
-    if isinstance(state, np.ndarray):
-        return state.tolist()
-    if isinstance(state, np.integer):
-        return int(state)
-    return state
-
-
-def _parameter_objects(model: Any) -> dict[str, torch.nn.Module | torch.optim.Optimizer]:
-    """The objects behind ``get_parameters``' keys (Stable-Baselines3's names for TD3's)."""
-    return {
-        "policy": model.policy,
-        "actor.optimizer": model.policy.actor_optimizer,
-        "critic.optimizer": model.policy.critic_optimizer,
-    }
-
-
-def get_parameters(model: Any) -> dict[str, dict[str, Any]]:
-    """The body of `BaseAlgorithm.get_parameters()`: copies of the policy's and optimizers' state dicts."""
-    return {name: copy.deepcopy(obj.state_dict()) for name, obj in _parameter_objects(model).items()}
-
-
-def set_parameters(
-    model: Any,
-    load_path_or_dict: str | os.PathLike[str] | dict[str, dict[str, Any]],
-    exact_match: bool = True,
-    device: torch.device | str = "auto",
-) -> None:
-    """The body of `BaseAlgorithm.set_parameters()`: check everything given, then load it all or nothing."""
-    if isinstance(load_path_or_dict, dict):
-        params = load_path_or_dict
-    elif isinstance(load_path_or_dict, (str, os.PathLike)):
-        _, tensors, _, _ = read_model_zip(load_path_or_dict)
-        target = get_device(device)
-        params = {
-            name: _tensors_to(tensors[key], target)
-            for name, key in (
-                ("policy", "policy"),
-                ("actor.optimizer", "actor_optimizer"),
-                ("critic.optimizer", "critic_optimizer"),
-            )
-            if key in tensors
-        }
-    else:
-        raise TypeError(f"load_path_or_dict must be a dict or a model file path, got {load_path_or_dict!r}")
-    objects = _parameter_objects(model)
-    _check_names("names", params, objects, exact_match, "the parameters")
-    for name, state in params.items():
-        if not isinstance(state, dict):
-            raise TypeError(f"set_parameters: {name!r} must be a state dict, got {type(state).__name__}")
-    # exactly the checks a model file gets; the states are copied, so the model never aliases the caller's tensors
-    checked: dict[str, dict[str, Any]] = {}
-    if "policy" in params:
-        _check_names("keys", params["policy"], model.policy.state_dict(), exact_match, "the policy state dict")
-        check_policy_state("policy", {**model.policy.state_dict(), **params["policy"]}, model.policy)
-        checked["policy"] = params["policy"]
-    for name in ("actor.optimizer", "critic.optimizer"):
-        if name in params:
-            checked[name] = copy.deepcopy(check_optimizer_state(name, params[name], objects[name]))  # type: ignore[arg-type]
-    params = checked
-    backup = {name: copy.deepcopy(objects[name].state_dict()) for name in params}
-    attempted: list[str] = []
-    try:
-        for name, state in params.items():
-            attempted.append(name)
-            obj = objects[name]
-            if isinstance(obj, torch.optim.Optimizer):
-                obj.load_state_dict(state)
-            else:
-                obj.load_state_dict(state, strict=exact_match)
-    except Exception as exc:
-        for name in attempted:
-            objects[name].load_state_dict(backup[name])
-        raise ValueError(f"set_parameters: could not load the parameters, nothing was changed ({exc})") from exc
-
-
-def _check_names(kind: str, given: Any, own: Any, exact_match: bool, whose: str) -> None:
-    """``set_parameters``' check of ``given``'s names (or keys) against the model's ``own``: none unknown, and with
-    ``exact_match`` none missing; the message lists them."""
-    unknown = sorted(set(given) - set(own))
-    if unknown:
-        raise ValueError(f"set_parameters: unknown {kind} {unknown} in {whose}; the model's are {sorted(own)}")
-    missing = sorted(set(own) - set(given))
-    if exact_match and missing:
-        raise ValueError(
-            f"set_parameters: missing {kind} {missing} in {whose} (exact_match=True needs all of them; "
-            "pass exact_match=False to load a part)"
-        )
-
-
-def _tensors_to(state: Any, device: torch.device) -> Any:
-    """``state`` (nested dicts and lists of tensors) with its tensors on ``device``."""
-    if isinstance(state, torch.Tensor):
-        return state.to(device)
-    if isinstance(state, dict):
-        return {key: _tensors_to(value, device) for key, value in state.items()}
-    if isinstance(state, (list, tuple)):
-        return type(state)(_tensors_to(value, device) for value in state)
-    return state
-
-
 def _schedule_entry(model: Any, name: str, schedule: Schedule | None, pickled: dict[str, Any]) -> Any:
     if schedule is None:
         return None
@@ -261,7 +156,7 @@ def _schedule_entry(model: Any, name: str, schedule: Schedule | None, pickled: d
 def save(model: Any, path: str | os.PathLike[str], include_buffer: bool = False) -> None:
     """The body of `BaseAlgorithm.save()`: write ``model`` to one zip file, atomically."""
     if include_buffer:
-        problem = _exact_resume_problem(model)
+        problem = exact_resume_problem(model)
         if problem is not None:
             raise ValueError(f"save(include_buffer=True) refused: {problem}")
     path = zip_path_for_save(path)
@@ -363,47 +258,8 @@ def save(model: Any, path: str | os.PathLike[str], include_buffer: bool = False)
     write_model_zip(path, metadata, tensors, pickled, blobs)
 
 
-def _exact_resume_problem(model: Any) -> str | None:
-    """Why no checkpoint of this model's run could resume exactly, or ``None`` when one can."""
-    if model._venv is not None and model._autoreset_mode == AutoresetMode.SAME_STEP and _sb3_dummy_env(model) is None:
-        return (
-            "the env is a vector env with same-step autoreset (AutoresetMode.SAME_STEP), which resets an ended "
-            "env inside step(): the env generator's state before that reset, which a resumed run would need, "
-            "is gone. Make the vector env with gymnasium's default next-step autoreset or with "
-            "autoreset_mode=AutoresetMode.DISABLED, or train on rlkit_td3.vec_env.DummyVecEnv (which records "
-            "that state), or save without include_buffer"
-        )
-    return None
-
-
-def _sb3_dummy_env(model: Any) -> DummyVecEnv | None:
-    """The training env when it is this library's `DummyVecEnv`, given as it is (no VecEnv wrapper around it).
-
-    That env records each sub-env's generator state just before its auto-resets (`DummyVecEnv.restore_reset`),
-    which is what an exact resume of a same-step autoreset env needs.
-    """
-    base = None if model._venv is None else model._venv.unwrapped
-    if isinstance(base, GymnasiumVecEnv) and type(base.sb3_env) is DummyVecEnv:
-        return base.sb3_env
-    return None
-
-
-def _sb3_pre_reset_states(model: Any) -> list[dict[str, Any] | None] | None:
-    """For a `DummyVecEnv`, each sub-env's generator state before the reset it did at the last step (None for
-    an env that did not end there)."""
-    dummy = _sb3_dummy_env(model)
-    if dummy is None:
-        return None
-    last = dummy.step_count - 1
-    return [
-        None if entry is None or entry[0] != last else _json_bit_generator_state(entry[1])
-        for entry in dummy.pre_reset_states
-    ]
-
-
 def _training_state(model: Any) -> dict[str, Any]:
     """What determines the future of the run, besides the networks, optimizers and buffer (JSON)."""
-    needs_reset = getattr(model, "_needs_reset", None)
     return {
         "rollout": None if model._rollout is None else dict(model._rollout),
         "progress_remaining": model._current_progress_remaining,
@@ -412,15 +268,9 @@ def _training_state(model: Any) -> dict[str, Any]:
         "env_seeded": model._env_seeded,
         "episode_infos": [[info["r"], info["l"]] for info in model.ep_info_buffer],
         "warmup_rng": rng_state_to_json(model._warmup_rng),
-        "action_noise": None if model.action_noise is None else model.action_noise.get_state(),
-        "schedules": {
-            name: schedule.get_state()
-            for name, schedule in _schedules(model).items()
-            if isinstance(schedule, StatefulSchedule)
-        },
-        "env_rngs": _env_rng_states(model),
-        "sb3_pre_reset": _sb3_pre_reset_states(model),
-        "needs_reset": None if needs_reset is None else [bool(x) for x in needs_reset],
+        "action_noise": None if model.action_noise is None else model.action_noise.state_dict(),
+        "schedules": schedule_states(_schedules(model)),
+        **env_state.state_dict(model),  # env_rngs, sb3_pre_reset, needs_reset
         "torch_num_threads": model._learn_num_threads
         or (model.torch_num_threads if isinstance(model.torch_num_threads, int) else None)
         or torch.get_num_threads(),
@@ -428,38 +278,13 @@ def _training_state(model: Any) -> dict[str, Any]:
     }
 
 
+SCHEDULE_NAMES = ("learning_rate", "actor_learning_rate", "critic_learning_rate")
+"""The model's schedules, by constructor argument name."""
+
+
 def _schedules(model: Any) -> dict[str, Schedule]:
     """The learning-rate schedules the model holds, by constructor argument name."""
-    named = {
-        "learning_rate": model.learning_rate,
-        "actor_learning_rate": model.actor_learning_rate,
-        "critic_learning_rate": model.critic_learning_rate,
-    }
-    return {name: schedule for name, schedule in named.items() if schedule is not None}
-
-
-def _env_generators(model: Any) -> list[Any] | None:
-    """Each sub-env's own generator (``env.unwrapped.np_random``), where the vector env lets us reach it.
-
-    For a ``SyncVectorEnv`` these are the generators themselves; for an ``AsyncVectorEnv``, copies
-    received from the worker processes (see `_restart_envs()` for how those are set).
-    """
-    base = None if model._venv is None else model._venv.unwrapped
-    if isinstance(base, SyncVectorEnv):
-        return [sub.unwrapped.np_random for sub in base.envs]
-    if isinstance(base, AsyncVectorEnv):
-        return list(base.get_attr("np_random"))
-    dummy = _sb3_dummy_env(model)
-    if dummy is not None:
-        return [sub.unwrapped.np_random for sub in dummy.envs]
-    return None
-
-
-def _env_rng_states(model: Any) -> list[dict[str, Any]] | None:
-    generators = _env_generators(model)
-    if generators is None:
-        return None
-    return [rng_state_to_json(rng) for rng in generators]
+    return {name: getattr(model, name) for name in SCHEDULE_NAMES if getattr(model, name) is not None}
 
 
 def _restore_training_state(
@@ -488,104 +313,12 @@ def _restore_training_state(
     model._saved_episode_infos = [(float(r), int(n)) for r, n in state["episode_infos"]]
     set_rng_state(model._warmup_rng, state["warmup_rng"])
     if model.action_noise is not None and state["action_noise"] is not None:
-        model.action_noise.set_state(state["action_noise"])
-    _restore_schedule_states(model, state.get("schedules"))
+        model.action_noise.load_state_dict(state["action_noise"])
+    load_schedule_states(_schedules(model), state.get("schedules"), SCHEDULE_NAMES, "training_state: schedules")
     restore_smoothing_rng(model._smoothing_rng, tensors["smoothing_rng"])
-    saved_n_envs = model.n_envs if saved_n_envs is None else saved_n_envs
-    needs_reset = state.get("needs_reset")
-    if needs_reset is not None and (
-        not isinstance(needs_reset, list)
-        or len(needs_reset) != saved_n_envs
-        or not all(isinstance(x, bool) for x in needs_reset)
-    ):
-        raise ModelFileError(
-            f"training_state: needs_reset must be a list of {saved_n_envs} booleans, got {needs_reset!r}"
-        )
-    pre_reset = state.get("sb3_pre_reset")
-    if pre_reset is not None and (
-        not isinstance(pre_reset, list)
-        or len(pre_reset) != saved_n_envs
-        or not all(x is None or isinstance(x, dict) for x in pre_reset)
-    ):
-        raise ModelFileError(
-            f"training_state: sb3_pre_reset must be a list of {saved_n_envs} generator states or nulls"
-        )
-    if model._venv is not None:
-        if saved_n_envs != model.n_envs:  # loaded onto another number of envs: every episode restarts
-            _restart_envs(model, None, None, None)
-        else:
-            _restart_envs(model, state.get("env_rngs"), tensors.get("last_obs"), needs_reset, pre_reset)
-
-
-def _restore_schedule_states(model: Any, states: Any) -> None:
-    """Give each schedule with ``set_state`` the state saved with it (schedules without it keep none)."""
-    if states is None:
-        return
-    names = ("learning_rate", "actor_learning_rate", "critic_learning_rate")
-    if not isinstance(states, dict) or not set(states) <= set(names):
-        raise ModelFileError(
-            f"training_state: schedules must be a dict whose keys are among {', '.join(names)}, got {states!r}"
-        )
-    schedules = _schedules(model)
-    for name, spec in states.items():
-        schedule = schedules.get(name)
-        if isinstance(schedule, StatefulSchedule):  # a replacement given through custom_objects may be stateless
-            schedule.set_state(spec)
-
-
-def _restart_envs(
-    model: Any,
-    env_rngs: list[dict[str, Any]] | None,
-    last_obs: torch.Tensor | dict[str, torch.Tensor] | None,
-    needs_reset: list[bool] | None = None,
-    pre_reset: list[dict[str, Any] | None] | None = None,
-) -> None:
-    """Bring a freshly made env to where the saved run's envs stood.
-
-    Each env is reset once (a fresh env's first reset can differ from later ones, as in the PyBullet
-    envs), then its generator is set to the saved state. What follows depends on the autoreset mode:
-
-    - disabled (single envs, which the model wraps so): every env is marked for reset before the next
-      step, which is exactly what the saved run would do next when the checkpoint fell on an episode
-      boundary; mid-episode, the episode in flight restarts;
-    - next-step (gymnasium's default), when every env's episode had just ended: the next step resets
-      the envs and stores nothing, as the saved run's next step did (see `_step_envs()`);
-    - otherwise the envs are reset at the start of the next ``learn`` (the episodes in flight restart).
-    """
-    generators = _env_generators(model)
-    model._env_seeded = True
-    obs, _ = model._venv.reset()
-    if env_rngs is not None and generators is not None and len(env_rngs) == len(generators):
-        for rng, spec in zip(generators, env_rngs):
-            set_rng_state(rng, spec)
-        if isinstance(model._venv.unwrapped, AsyncVectorEnv):  # the generators are copies: send them back
-            model._venv.unwrapped.set_attr("np_random", generators)
-    stats = episode_statistics(model._venv)
-    if stats is not None:  # the recent episodes, for rollout/ep_rew_mean
-        for r, n in model._saved_episode_infos:
-            stats.return_queue.append(r)
-            stats.length_queue.append(n)
-    if model._autoreset_mode == AutoresetMode.DISABLED:
-        model._last_obs = obs if last_obs is None else obs_from_tensors(last_obs)
-        model._needs_reset = np.ones(model.n_envs, dtype=bool)
-    elif (
-        model._autoreset_mode == AutoresetMode.NEXT_STEP
-        and needs_reset is not None
-        and all(needs_reset)
-        and last_obs is not None
-    ):
-        model._last_obs = obs_from_tensors(last_obs)
-        model._needs_reset = np.ones(model.n_envs, dtype=bool)
-        model._pending_reset_step = True
-    elif _sb3_dummy_env(model) is not None and pre_reset is not None and all(x is not None for x in pre_reset):
-        # Every env ended at the saved run's last step and was reset inside it: redo those resets from the
-        # generator states recorded before them, which leaves envs and generators where the saved run's were.
-        dummy = _sb3_dummy_env(model)
-        first = [dummy.restore_reset(i, state) for i, state in enumerate(pre_reset)]
-        model._last_obs = stack_obs(first, model.observation_space)
-        model._needs_reset = np.zeros(model.n_envs, dtype=bool)
-    else:
-        model._last_obs = None
+    env_state.load_state_dict(
+        model, state, tensors.get("last_obs"), model.n_envs if saved_n_envs is None else saved_n_envs
+    )
 
 
 def restore_smoothing_rng(generator: torch.Generator, state: torch.Tensor) -> None:
@@ -613,7 +346,6 @@ def restore_smoothing_rng(generator: torch.Generator, state: torch.Tensor) -> No
 
 def load(
     cls: type,
-    base: type,
     path: str | os.PathLike[str],
     env: gym.Env | VectorEnv | str | None = None,
     device: torch.device | str = "auto",
@@ -625,9 +357,10 @@ def load(
 ) -> Any:
     """The body of `BaseAlgorithm.load()`: a ``cls`` model built from the file at ``path``.
 
-    ``base`` is the class whose constructor checks the file's hyperparameters (``OffPolicyAlgorithm``: an
-    algorithm subclass fixes some of them in its own constructor).
+    ``OffPolicyAlgorithm``'s constructor checks the file's hyperparameters (an algorithm subclass fixes some of
+    them in its own constructor).
     """
+    base = algorithm_class("OffPolicyAlgorithm")
     require_bool("allow_pickle", allow_pickle)
     require_bool("print_system_info", print_system_info)
     require_bool("force_reset", force_reset)
@@ -811,3 +544,9 @@ def _constructor_kwargs_from_metadata(
         "replay_buffer_kwargs": dict(buffer.get("kwargs") or {}),
         "policy_kwargs": pkw,
     }
+
+
+# get_parameters and set_parameters live in rlkit_td3.parameters; re-exported here, where they were first
+__all__ = ["get_parameters", "load", "restore_smoothing_rng", "save", "set_parameters"]
+
+register_format(FileFormat("rlkit_td3", load=load, save=save))

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from gymnasium import spaces
 
 Obs = Any
 """An array ``(n, *shape)`` or a dict of such arrays."""
@@ -131,3 +132,28 @@ def obs_from_tensors(tensors: Any) -> Obs:
     if isinstance(tensors, dict):
         return {key: value.numpy() for key, value in tensors.items()}
     return tensors.numpy()
+
+
+def check_dict_space(observation_space: spaces.Space) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
+    """``{key: (shape, storage dtype)}`` of a Dict observation space whose entries are all Box spaces.
+
+    Raises:
+        TypeError: the space is not a ``gymnasium.spaces.Dict`` of ``Box`` spaces, or a key is not a str.
+        ValueError: the Dict is empty or an entry has no elements.
+    """
+    if not isinstance(observation_space, spaces.Dict):
+        raise TypeError(f"observation_space must be a gymnasium.spaces.Dict, got {observation_space!r}")
+    if len(observation_space.spaces) == 0:
+        raise ValueError("observation_space must be a non-empty gymnasium.spaces.Dict")
+    layout = {}
+    for key, space in observation_space.spaces.items():
+        if not isinstance(key, str):
+            raise TypeError(f"observation_space keys must be str, got {key!r}")
+        if not isinstance(space, spaces.Box):
+            raise TypeError(f"observation_space[{key!r}] must be a gymnasium.spaces.Box, got {space!r}")
+        shape = tuple(int(d) for d in space.shape)
+        if int(np.prod(shape)) == 0:
+            raise ValueError(f"observation_space[{key!r}] must have at least one element, got shape {shape}")
+        dtype = np.dtype(space.dtype)
+        layout[key] = (shape, np.dtype(np.float32) if dtype.kind == "f" else dtype)
+    return layout

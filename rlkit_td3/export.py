@@ -121,6 +121,14 @@ def _normalization_arrays(
     return arrays["obs_mean"].astype(np.float32), std.astype(np.float32)
 
 
+def _is_policy(obj: Any) -> bool:
+    """Whether ``obj`` is a policy of this library's shape (a `TD3Policy`; not imported here, which keeps the
+    export below the policies)."""
+    return isinstance(obj, nn.Module) and all(
+        hasattr(obj, name) for name in ("actor", "observation_space", "action_space", "obs_normalizer")
+    )
+
+
 def exportable_actor(
     model_or_policy: Any,
     obs_mean: np.ndarray | None = None,
@@ -145,10 +153,8 @@ def exportable_actor(
         ValueError: statistics of the wrong shape, non-finite, negative variance, both ``normalizer`` and
             explicit statistics, or bad ``clip_obs`` / ``epsilon``.
     """
-    from rlkit_td3.policies import TD3Policy
-
     policy = getattr(model_or_policy, "policy", model_or_policy)
-    if not isinstance(policy, TD3Policy):
+    if not _is_policy(policy):
         raise TypeError(f"model_or_policy must be a TD3/DDPG model or a TD3Policy, got {type(model_or_policy)!r}")
     if policy.observation_space.shape is None:
         raise ValueError(

@@ -60,155 +60,35 @@ parameter, a cast, a new hook or another batch size rebuilds it (or falls back t
 
 from __future__ import annotations
 
-import platform
-import re
-from functools import lru_cache
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from torch import nn
 from torch.nn.modules import module as _module_mod
 
 from rlkit_td3.buffers import ReplayBufferSamples
+from rlkit_td3.matmul_choice import (  # noqa: F401  (the choice's names: importable from here, as before)
+    _ONEDNN_CHOICES,
+    _ONEDNN_MIN_SIZE,
+    MATMUL_CHOICES,
+    _dot_rows,
+    _linear_pointwise,
+    _onednn_product,
+    _onednn_products,
+    check_matmul_choice,
+    cpu_family,
+    cpu_vendor,
+    onednn_matmul_available,
+    resolve_matmul,
+)
 from rlkit_td3.optim import optimizer_step
-from rlkit_td3.policies.td3_policy import Actor, CriticEnsemble, ScaleImages, _FlattenBatch
+from rlkit_td3.policies.networks import Actor, CriticEnsemble, ScaleImages, _FlattenBatch
 from rlkit_td3.torch_layers import FlattenExtractor
-
-if TYPE_CHECKING:
-    from rlkit_td3.off_policy import OffPolicyAlgorithm
 
 _threshold_backward = torch.ops.aten.threshold_backward.grad_input
 _tanh_backward = torch.ops.aten.tanh_backward.grad_input
 _FLATTEN_TYPES = (FlattenExtractor, _FlattenBatch)
 _DTYPES = (torch.float32, torch.float64)
-
-MATMUL_CHOICES = ("auto", "reference", "onednn", "mixed")
-"""The values of ``model.fused_update_matmul``: which library computes the fused update's matrix products
-(`resolve_matmul`)."""
-_ONEDNN_CHOICES = ("onednn", "mixed")  # the choices that compute some products with oneDNN
-_ONEDNN_MIN_SIZE = 64  # smaller products (the input layer, the width-1 Q output) are faster as the reference calls
-_ONEDNN_VENDORS = ("AuthenticAMD", "HygonGenuine")  # x86 CPUs on which MKL runs its non-Intel (AVX2) code path
-_FULL_WIDTH_AVX512_FAMILY = 26  # AMD's family 1Ah (Zen 5) and later: AVX-512 on 512-bit units
-try:  # oneDNN's inner product on plain (dense) tensors, the kernel torch.compile's CPU backend calls for Linear
-    _linear_pointwise: Any = torch.ops.mkldnn._linear_pointwise.default
-except (AttributeError, RuntimeError):  # a torch built without oneDNN
-    _linear_pointwise = None
-
-
-@lru_cache(maxsize=1)
-def _cpu_id() -> tuple[str, int]:
-    """``(vendor, family)`` of the CPU (see `cpu_vendor`, `cpu_family`), read once per process."""
-    vendor, family = "", 0
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            key, _, value = line.partition(":")
-            key = key.strip()
-            if key == "vendor_id" and not vendor:
-                vendor = value.strip()
-            elif key == "cpu family" and not family and value.strip().isdigit():
-                family = int(value)
-            if vendor and family:
-                break
-        if vendor:
-            return vendor, family
-    except OSError:
-        pass
-    name = platform.processor()  # on Windows, e.g. "AMD64 Family 25 Model 17 Stepping 1, AuthenticAMD"
-    match = re.search(r"Family (\d+)", name)
-    family = int(match.group(1)) if match else 0
-    for vendor in ("GenuineIntel", *_ONEDNN_VENDORS):
-        if vendor in name:
-            return vendor, family
-    if platform.system() == "Darwin" and platform.machine() == "x86_64":
-        return "GenuineIntel", family
-    return "", family
-
-
-def cpu_vendor() -> str:
-    """The CPU's vendor string as the CPU reports it (``"GenuineIntel"``, ``"AuthenticAMD"``, ...), or ``""`` where
-    it cannot be read (read once per process: ``/proc/cpuinfo`` on Linux, the processor name on Windows; every x86
-    Mac has an Intel CPU)."""
-    return _cpu_id()[0]
-
-
-def cpu_family() -> int:
-    """The CPU's family number as the CPU reports it (``/proc/cpuinfo``'s ``cpu family``, the processor name on
-    Windows), or 0 where it cannot be read. On AMD CPUs: 23 for Zen 1-2, 25 for Zen 3-4, 26 for Zen 5."""
-    return _cpu_id()[1]
-
-
-def onednn_matmul_available(dtype: torch.dtype) -> bool:
-    """Whether this torch can compute the fused update's products with oneDNN at ``dtype`` (float32 only: oneDNN
-    has no float64 kernels)."""
-    return _linear_pointwise is not None and dtype == torch.float32 and torch.backends.mkldnn.is_available()
-
-
-def check_matmul_choice(choice: Any) -> str:
-    """``choice`` if it is one of `MATMUL_CHOICES`.
-
-    Raises:
-        ValueError: it is not (the message names the attribute, the value and the allowed values).
-    """
-    if not isinstance(choice, str) or choice not in MATMUL_CHOICES:
-        raise ValueError(f"fused_update_matmul={choice!r} is not allowed: use one of {', '.join(MATMUL_CHOICES)}")
-    return choice
-
-
-def resolve_matmul(choice: Any, dtype: torch.dtype) -> str:
-    """The library that computes the products for ``model.fused_update_matmul = choice`` at ``dtype``:
-    ``"reference"``, ``"onednn"`` or ``"mixed"``.
-
-    * ``"reference"``: the calls autograd makes (MKL on x86): the update is the autograd one bit for bit.
-    * ``"onednn"``: oneDNN's inner product for every float32 product whose dimensions are all 64 or more.
-    * ``"mixed"``: at several torch threads, oneDNN for those products of a single network (the actor's layers, Q1
-      in the actor step, a single critic) except the weight gradients, and the reference calls for the weight
-      gradients (their left operand is a transposed view, which oneDNN's op copies first) and for the products of
-      the critic ensemble (one batched call, which gives each thread one critic); at one thread, as ``"onednn"``.
-
-    ``"auto"`` picks, for float32 on CPUs on which MKL (when it is torch's BLAS) runs its AVX2 code path, AMD's and
-    Hygon's: ``"onednn"`` from AMD's family 26 (Zen 5, full-width AVX-512: oneDNN about twice MKL's speed on every
-    product), ``"mixed"`` on earlier families (Zen 4 runs AVX-512 on 256-bit units, where MKL's kernels are nearly as
-    fast and its batched call gives each thread one critic); and the reference calls everywhere else. The choice
-    depends on the machine and the dtype only, never on a timing, so a run repeats bit for bit.
-
-    Raises:
-        ValueError: ``choice`` is not one of `MATMUL_CHOICES`, or it uses oneDNN where oneDNN cannot be used.
-    """
-    check_matmul_choice(choice)
-    if choice == "auto":
-        fast = onednn_matmul_available(dtype) and torch.backends.mkl.is_available()
-        if not fast or cpu_vendor() not in _ONEDNN_VENDORS:
-            return "reference"
-        return "onednn" if cpu_family() >= _FULL_WIDTH_AVX512_FAMILY else "mixed"
-    if choice in _ONEDNN_CHOICES and not onednn_matmul_available(dtype):
-        raise ValueError(
-            f"fused_update_matmul={choice!r} needs float32 parameters and a torch built with oneDNN (got {dtype}, "
-            f"oneDNN available: {torch.backends.mkldnn.is_available()}); use 'auto' or 'reference'"
-        )
-    return choice
-
-
-def _onednn_product(a: torch.Tensor, weight: torch.Tensor, bias: Any, attr: str, *, out: torch.Tensor) -> None:
-    """``out = a @ weight.T (+ bias)`` (then ReLU for ``attr="relu"``), computed by oneDNN."""
-    out.copy_(_linear_pointwise(a, weight, bias, attr, [], ""))
-
-
-def _dot_rows(
-    x: torch.Tensor, y: torch.Tensor, tmp: torch.Tensor, dim: int, bias: Any, dest: torch.Tensor, *, out: torch.Tensor
-) -> None:
-    """``dest = sum(x * y, dim) (+ bias)`` through the buffer ``tmp`` (``dest`` is a view of ``out``)."""
-    torch.mul(x, y, out=tmp)
-    torch.sum(tmp, dim=dim, keepdim=True, out=dest)
-    if bias is not None:
-        dest.add_(bias)
-
-
-def _onednn_products(items: tuple, attr: str, *, out: torch.Tensor) -> None:
-    """`_onednn_product` for each critic: ``items`` holds ``(a, weight, bias, out)`` per critic (``out`` is unused:
-    each item names its own slice of it)."""
-    for a, weight, bias, dest in items:
-        dest.copy_(_linear_pointwise(a, weight, bias, attr, [], ""))
 
 
 def _has_module_hooks(module: nn.Module) -> bool:
@@ -274,6 +154,16 @@ def _modules(policy: Any) -> list[nn.Module]:
     return [m for net in nets for m in net.modules()]
 
 
+def fused_reference(train_step: Any) -> Any:
+    """Mark ``train_step`` as the update `FusedUpdate` equals bit for bit (``OffPolicyAlgorithm._train_step``).
+
+    A subclass that overrides ``_train_step`` loses the mark, and with it the fused update. The mark keeps this
+    module below the training loop: it needs no import of ``OffPolicyAlgorithm`` to recognise its update.
+    """
+    train_step.fused_reference = True
+    return train_step
+
+
 class FusedUpdate:
     """The update of ``model`` (`OffPolicyAlgorithm._train_step`, bit for bit with the reference products) over buffers
     for ``batch_size``.
@@ -286,7 +176,7 @@ class FusedUpdate:
         batch_size: the number of transitions per batch the buffers are allocated for.
     """
 
-    def __init__(self, model: OffPolicyAlgorithm, batch_size: int) -> None:
+    def __init__(self, model: Any, batch_size: int) -> None:
         reason = self.ineligibility(model)
         if reason is not None:
             raise ValueError(f"the fused update does not cover this model: {reason}")
@@ -396,12 +286,10 @@ class FusedUpdate:
 
     # ------------------------------------------------------------------ eligibility
     @staticmethod
-    def ineligibility(model: OffPolicyAlgorithm) -> str | None:
+    def ineligibility(model: Any) -> str | None:
         """Why the fused update cannot stand for ``model._train_step``, or None when it can (see the module
         docstring for the rules)."""
-        from rlkit_td3.off_policy import OffPolicyAlgorithm
-
-        if type(model)._train_step is not OffPolicyAlgorithm._train_step or "_train_step" in vars(model):
+        if not getattr(type(model)._train_step, "fused_reference", False) or "_train_step" in vars(model):
             return "_train_step is overridden"
         policy = model.policy
         actor, critic = _actor_linears(policy.actor), policy.critic
@@ -437,7 +325,7 @@ class FusedUpdate:
         return None
 
     @staticmethod
-    def state_key(model: OffPolicyAlgorithm, batch_size: int) -> tuple:
+    def state_key(model: Any, batch_size: int) -> tuple:
         """What the buffers and the eligibility depend on: identities of the policy, optimizers, modules and
         parameters, the parameters' storage, shape, dtype and ``requires_grad``, hooks, and the batch size."""
         policy = model.policy

@@ -10,11 +10,15 @@ one independent copy per env.
 from __future__ import annotations
 
 import copy
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
+
+from rlkit_td3.serialization import ModelFileError
+from rlkit_td3.validators import _int, _number, check_numpy_rng_state
 
 
 def _as_vector(value: Any, name: str) -> np.ndarray:
@@ -59,6 +63,35 @@ class ActionNoise(ABC):
         """Restore what `get_state()` returned."""
         self._rng.bit_generator.state = state["rng"]
 
+    # the component state protocol (see the Architecture page of the docs): what a checkpoint saves and restores
+    def state_dict(self) -> dict[str, Any]:
+        """The noise's changing state, as JSON: what a checkpoint stores (by default `get_state()`).
+
+        A noise of your own with more state overrides this and `load_state_dict()` (or `get_state()`,
+        `set_state()` and `check_state()`); the checkpoint stores whatever it returns and hands it back.
+        """
+        return self.get_state()
+
+    def load_state_dict(self, state: Any) -> None:
+        """Restore what `state_dict()` returned, after checking it (`check_state()`).
+
+        Raises:
+            ModelFileError: (a ``ValueError``) the state is not one this noise can hold; nothing was changed.
+        """
+        self.check_state(state)
+        self.set_state(state)
+
+    def check_state(self, state: Any, entry: str = "action_noise state") -> None:
+        """Raise ``ModelFileError`` naming ``entry`` unless ``state`` is one `set_state()` can restore.
+
+        The base class checks that it is a dict and, when it holds one, the ``"rng"`` generator state that
+        `get_state()` writes; the built-in noises check all of theirs.
+        """
+        if not isinstance(state, dict):
+            raise ModelFileError(f"{entry} must be a dict, got {str(state)[:200]}")
+        if "rng" in state:
+            check_numpy_rng_state(f"{entry}.rng", state["rng"])
+
 
 class _DecayingSigma:
     """Shared σ bookkeeping for the two built-in noises."""
@@ -81,6 +114,11 @@ class _DecayingSigma:
     def set_state(self, state: dict[str, Any]) -> None:
         super().set_state(state)  # type: ignore[misc]
         self.n_draws = int(state["n_draws"])
+
+    def check_state(self, state: Any, entry: str = "action_noise state") -> None:
+        super().check_state(state, entry)  # type: ignore[misc]
+        check_numpy_rng_state(f"{entry}.rng", state.get("rng"))
+        _int(f"{entry}.n_draws", state.get("n_draws"), 0)
 
     @property
     def sigma(self) -> np.ndarray:
@@ -190,6 +228,14 @@ class OrnsteinUhlenbeckActionNoise(_DecayingSigma, ActionNoise):
         super().set_state(state)
         self._state = np.asarray(state["x"], dtype=np.float64).reshape(self.mean.shape)
 
+    def check_state(self, state: Any, entry: str = "action_noise state") -> None:
+        super().check_state(state, entry)
+        x = state.get("x")
+        if not isinstance(x, list) or len(x) != self.mean.size:
+            raise ModelFileError(f"{entry}.x must be a list of {self.mean.size} numbers (the action dimension)")
+        for value in x:
+            _number(f"{entry}.x", value)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "type": "OrnsteinUhlenbeckActionNoise",
@@ -258,6 +304,23 @@ class VectorizedActionNoise(ActionNoise):
             raise ValueError(f"noise state holds {len(state['noises'])} copies, this noise has {self.n_envs}")
         for noise, sub in zip(self.noises, state["noises"]):
             noise.set_state(sub)
+
+    def state_dict(self) -> dict[str, Any]:
+        """Each copy's `ActionNoise.state_dict()`, in env order."""
+        return {"noises": [noise.state_dict() for noise in self.noises]}
+
+    def load_state_dict(self, state: Any) -> None:
+        """Give each copy its `ActionNoise.load_state_dict()` (after checking the layout and every copy's state)."""
+        self.check_state(state)
+        for noise, sub in zip(self.noises, state["noises"]):
+            noise.load_state_dict(sub)
+
+    def check_state(self, state: Any, entry: str = "action_noise state") -> None:
+        copies = state.get("noises") if isinstance(state, dict) else None
+        if not isinstance(copies, list) or set(state) != {"noises"} or len(copies) != self.n_envs:
+            raise ModelFileError(f"{entry} must hold {self.n_envs} noise states (one per env)")
+        for i, (sub, noise) in enumerate(zip(copies, self.noises)):
+            noise.check_state(sub, f"{entry}.noises[{i}]")
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -364,3 +427,59 @@ def fit_noise_to_envs(
         vectorized.noises[0] = noise  # the first env carries on with the noise as it stands
         return vectorized
     return noise
+
+
+# ---------------------------------------------------------------------------- checks of a saved noise
+_NOISE_KEYS = {
+    "NormalActionNoise": ({"type", "mean", "sigma"}, {"decay", "min_sigma"}),
+    "OrnsteinUhlenbeckActionNoise": ({"type", "mean", "sigma"}, {"decay", "min_sigma", "theta", "dt", "initial_noise"}),
+}
+
+
+def check_noise_spec(entry: str, spec: Any, action_dim: int, n_envs: int) -> None:
+    """A built-in noise's JSON: vectors of the action's dimension, finite numbers, ``n_envs`` copies."""
+    if spec is None or (isinstance(spec, dict) and spec.get("pickled") is True and len(spec) == 1):
+        return
+    if not isinstance(spec, dict):
+        raise ModelFileError(f"{entry} must be a noise description, got {str(spec)[:200]}")
+    if spec.get("type") == "VectorizedActionNoise":
+        if set(spec) != {"type", "base_noise", "n_envs"}:
+            raise ModelFileError(f"{entry} has keys {sorted(spec)}")
+        if _int(f"{entry}.n_envs", spec["n_envs"], 1, 2**16) != n_envs:
+            raise ModelFileError(f"{entry}.n_envs is {spec['n_envs']}, the model has n_envs={n_envs}")
+        check_noise_spec(f"{entry}.base_noise", spec["base_noise"], action_dim, 1)
+        if isinstance(spec["base_noise"], dict) and spec["base_noise"].get("type") == "VectorizedActionNoise":
+            raise ModelFileError(f"{entry}.base_noise cannot be vectorized itself")
+        return
+    keys = _NOISE_KEYS.get(spec.get("type"))
+    if keys is None:
+        raise ModelFileError(f"{entry} has unknown type {spec.get('type')!r}")
+    required, optional = keys
+    if not required <= set(spec) <= required | optional:
+        raise ModelFileError(
+            f"{entry} has keys {sorted(spec)}, expected {sorted(required)} and some of {sorted(optional)}"
+        )
+    if n_envs != 1:
+        raise ModelFileError(f"{entry} is a single-env noise but the model has n_envs={n_envs}")
+    for name in ("mean", "sigma", "initial_noise"):
+        value = spec.get(name)
+        if value is None and name == "initial_noise":
+            continue
+        if not isinstance(value, list) or len(value) != action_dim:
+            raise ModelFileError(f"{entry}.{name} must be a list of {action_dim} numbers (the action dimension)")
+        for x in value:
+            _number(f"{entry}.{name}", x, 0.0 if name == "sigma" else -math.inf)
+    if "decay" in spec:
+        _number(f"{entry}.decay", spec["decay"], 1e-12, 1.0)
+    if "min_sigma" in spec:
+        _number(f"{entry}.min_sigma", spec["min_sigma"], 0.0)
+    for name in ("theta", "dt"):
+        if name in spec and _number(f"{entry}.{name}", spec[name], 0.0) <= 0:
+            raise ModelFileError(f"{entry}.{name} must be > 0")
+
+
+def check_noise_state(entry: str, state: Any, noise: Any) -> None:
+    """A noise's saved state against the (built) noise it is restored into: `ActionNoise.check_state()`."""
+    if noise is None or state is None:
+        return
+    noise.check_state(state, entry)

@@ -18,6 +18,7 @@ import torch
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 
+from rlkit_td3 import checkpoint, sb3_import  # noqa: F401  (they register their file formats)
 from rlkit_td3.base_class import BaseAlgorithm
 from rlkit_td3.buffers import (
     DictReplayBuffer,
@@ -30,8 +31,9 @@ from rlkit_td3.buffers import (
 from rlkit_td3.callbacks import MaybeCallback, convert_callback
 from rlkit_td3.checks import check_bool
 from rlkit_td3.dict_obs import obs_copy, obs_rows, obs_set_row, obs_where
-from rlkit_td3.fused_update import FusedUpdate
+from rlkit_td3.fused_update import FusedUpdate, fused_reference
 from rlkit_td3.her import HerReplayBuffer, per_env_infos
+from rlkit_td3.model_files import register_algorithm
 from rlkit_td3.noise import ActionNoise, NormalActionNoise, VectorizedActionNoise, draw_noise
 from rlkit_td3.optim import MOMENT_FLUSH_EVERY, flush_tiny_moments, optimizer_step, zero_grad
 from rlkit_td3.policies import POLICY_ALIASES, TD3Policy
@@ -59,6 +61,7 @@ DEFAULT_NOISE_SIGMA = 0.1
 """σ of the default Gaussian exploration noise, in normalised units (TD3 paper, sfujim/TD3, RL Zoo)."""
 
 
+@register_algorithm
 class OffPolicyAlgorithm(BaseAlgorithm):
     """Abstract base of TD3 and DDPG: warm-up, exploration, replay, the update loop and the update.
 
@@ -288,6 +291,13 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         self._critic_params = list(self.policy.critic.parameters())
         self._critic_target_params = list(self.policy.critic_target.parameters())
         self._reset_loss_stats()
+
+    def set_env(self, env: gym.Env | VectorEnv | str) -> None:
+        """Replace the training env; see `BaseAlgorithm.set_env()`. A `HerReplayBuffer` relabels its rewards with
+        the new env's ``compute_reward``."""
+        super().set_env(env)
+        if isinstance(getattr(self, "replay_buffer", None), HerReplayBuffer):
+            self.replay_buffer.env = self._venv
 
     def _make_action_noise(self, seed: int | None) -> ActionNoise | None:
         noise = self._action_noise_arg
@@ -665,6 +675,7 @@ class OffPolicyAlgorithm(BaseAlgorithm):
             for group in optimizer.param_groups:
                 group["lr"] = lr
 
+    @fused_reference
     def _train_step(self, batch: ReplayBufferSamples, update_actor: bool) -> None:
         """One TD3 update (Fujimoto et al. 2018, Algorithm 1), on a sampled ``batch``."""
         policy = self.policy

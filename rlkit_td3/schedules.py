@@ -20,6 +20,9 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from rlkit_td3.serialization import ModelFileError
+from rlkit_td3.validators import _number
+
 Schedule = Callable[[float], float]
 """A function of the remaining progress (1 → 0) returning a value."""
 
@@ -138,3 +141,48 @@ def schedule_from_dict(spec: dict[str, Any]) -> Schedule:
     except (KeyError, TypeError) as exc:
         raise ValueError(f"malformed schedule description {spec!r}") from exc
     raise ValueError(f"unknown schedule description {spec!r}; allowed types: 'constant', 'linear'")
+
+
+def check_schedule_spec(entry: str, spec: Any) -> None:
+    """A built-in schedule's JSON: numbers, not strings or booleans; positive finite values."""
+    if spec is None or (isinstance(spec, dict) and spec.get("pickled") is True and len(spec) == 1):
+        return
+    if not isinstance(spec, dict):
+        raise ModelFileError(f"{entry} must be a schedule description, got {spec!r}")
+    kind = spec.get("type")
+    if kind == "constant" and set(spec) == {"type", "value"}:
+        _number(f"{entry}.value", spec["value"], 0.0)
+        if spec["value"] <= 0:
+            raise ModelFileError(f"{entry}.value must be > 0, got {spec['value']!r}")
+        return
+    if kind == "linear" and set(spec) == {"type", "start", "end", "end_fraction"}:
+        _number(f"{entry}.start", spec["start"], 0.0)
+        _number(f"{entry}.end", spec["end"], 0.0)
+        _number(f"{entry}.end_fraction", spec["end_fraction"], 0.0, 1.0)
+        if spec["end_fraction"] <= 0:
+            raise ModelFileError(f"{entry}.end_fraction must be > 0")
+        return
+    raise ModelFileError(f"{entry} is not a constant or linear schedule: {str(spec)[:200]}")
+
+
+def schedule_states(schedules: dict[str, Schedule]) -> dict[str, Any]:
+    """The state of each schedule that has one (`StatefulSchedule.get_state`), by name: what a checkpoint stores."""
+    return {
+        name: schedule.get_state() for name, schedule in schedules.items() if isinstance(schedule, StatefulSchedule)
+    }
+
+
+def load_schedule_states(schedules: dict[str, Schedule], states: Any, names: tuple[str, ...], entry: str) -> None:
+    """Give each schedule with ``set_state`` the state stored with it (schedules without it keep none).
+
+    Raises:
+        ModelFileError: ``states`` is not a dict whose keys are among ``names`` (named ``entry``).
+    """
+    if states is None:
+        return
+    if not isinstance(states, dict) or not set(states) <= set(names):
+        raise ModelFileError(f"{entry} must be a dict whose keys are among {', '.join(names)}, got {states!r}")
+    for name, spec in states.items():
+        schedule = schedules.get(name)
+        if isinstance(schedule, StatefulSchedule):  # a replacement given through custom_objects may be stateless
+            schedule.set_state(spec)

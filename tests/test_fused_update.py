@@ -598,7 +598,7 @@ def test_exact_resume_with_onednn_products(tmp_path, matmul):
 
 
 def test_auto_picks_onednn_on_amd_cpus_by_family(monkeypatch):
-    import rlkit_td3.fused_update as fu
+    import rlkit_td3.matmul_choice as fu  # the choice moved there from fused_update
 
     fast = onednn_matmul_available(torch.float32) and torch.backends.mkl.is_available()
     monkeypatch.setattr(fu, "cpu_vendor", lambda: "AuthenticAMD")
@@ -640,7 +640,7 @@ def test_the_family_is_read_from_the_cpu():
 
 
 def test_the_cpu_id_is_read_from_the_windows_processor_name(monkeypatch):
-    import rlkit_td3.fused_update as fu
+    import rlkit_td3.matmul_choice as fu  # the choice moved there from fused_update
 
     original = Path.read_text
 

@@ -22,11 +22,12 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
-from rlkit_td3.buffers.replay_buffer import ReplayBuffer, normalize_samples, sb3_episode_flags
+from rlkit_td3.buffers.replay_buffer import ReplayBuffer, check_buffer_meta, normalize_samples, sb3_episode_flags
 from rlkit_td3.checks import check_bool
-from rlkit_td3.file_checks import MAX_BUFFER_META_BYTES, check_buffer_meta, check_dict_obs_dtypes, read_npy_member
+from rlkit_td3.dict_obs import check_dict_space
 from rlkit_td3.serialization import ModelFileError, atomic_write
 from rlkit_td3.utils import get_device
+from rlkit_td3.validators import MAX_BUFFER_META_BYTES, read_npy_member
 
 
 class DictReplayBufferSamples(NamedTuple):
@@ -44,31 +45,6 @@ class DictReplayBufferSamples(NamedTuple):
     def dones(self) -> torch.Tensor:
         """SB3's ``dones`` of a sample: 1 where the transition terminated (a time-limit truncation is 0)."""
         return self.terminated
-
-
-def check_dict_space(observation_space: spaces.Space) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
-    """``{key: (shape, storage dtype)}`` of a Dict observation space whose entries are all Box spaces.
-
-    Raises:
-        TypeError: the space is not a ``gymnasium.spaces.Dict`` of ``Box`` spaces, or a key is not a str.
-        ValueError: the Dict is empty or an entry has no elements.
-    """
-    if not isinstance(observation_space, spaces.Dict):
-        raise TypeError(f"observation_space must be a gymnasium.spaces.Dict, got {observation_space!r}")
-    if len(observation_space.spaces) == 0:
-        raise ValueError("observation_space must be a non-empty gymnasium.spaces.Dict")
-    layout = {}
-    for key, space in observation_space.spaces.items():
-        if not isinstance(key, str):
-            raise TypeError(f"observation_space keys must be str, got {key!r}")
-        if not isinstance(space, spaces.Box):
-            raise TypeError(f"observation_space[{key!r}] must be a gymnasium.spaces.Box, got {space!r}")
-        shape = tuple(int(d) for d in space.shape)
-        if int(np.prod(shape)) == 0:
-            raise ValueError(f"observation_space[{key!r}] must have at least one element, got shape {shape}")
-        dtype = np.dtype(space.dtype)
-        layout[key] = (shape, np.dtype(np.float32) if dtype.kind == "f" else dtype)
-    return layout
 
 
 class DictReplayBuffer(ReplayBuffer):
@@ -355,4 +331,14 @@ class DictReplayBuffer(ReplayBuffer):
         return (
             f"{type(self).__name__}(size={self.size()}, buffer_size={self.buffer_size}, n_envs={self.n_envs}, "
             f"keys={list(self.obs_layout)})"
+        )
+
+
+def check_dict_obs_dtypes(meta: dict[str, Any], dtypes: dict[str, str]) -> None:
+    """The per-key storage dtypes of a Dict-observation buffer file (``obs_dtype``, NumPy dtype strings) must be
+    the buffer's, key for key and in order."""
+    file_dtypes = meta.get("obs_dtype")
+    if not isinstance(file_dtypes, dict) or list(file_dtypes.items()) != list(dtypes.items()):
+        raise ModelFileError(
+            f"replay buffer file has observation dtypes {str(file_dtypes)[:200]}, this buffer has {dtypes}"
         )

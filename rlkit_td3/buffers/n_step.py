@@ -26,8 +26,8 @@ import torch
 from gymnasium import spaces
 
 from rlkit_td3.buffers.replay_buffer import ReplayBuffer
-from rlkit_td3.file_checks import MAX_BUFFER_META_BYTES, read_npy_member
 from rlkit_td3.serialization import ModelFileError
+from rlkit_td3.validators import MAX_BUFFER_META_BYTES, read_npy_member
 
 
 class NStepReplayBufferSamples(NamedTuple):

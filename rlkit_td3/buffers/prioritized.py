@@ -30,8 +30,8 @@ from gymnasium import spaces
 
 from rlkit_td3.buffers.n_step import NStepReplayBuffer
 from rlkit_td3.buffers.replay_buffer import normalize_samples
-from rlkit_td3.file_checks import MAX_BUFFER_META_BYTES, read_npy_member
 from rlkit_td3.serialization import ModelFileError
+from rlkit_td3.validators import MAX_BUFFER_META_BYTES, read_npy_member
 
 PRIORITIZATIONS = ("proportional", "lap")
 

@@ -38,9 +38,9 @@ from gymnasium.vector import VectorEnv
 from rlkit_td3.buffers.dict_replay_buffer import DictReplayBuffer, DictReplayBufferSamples
 from rlkit_td3.buffers.replay_buffer import normalize_samples, sb3_episode_flags
 from rlkit_td3.checks import check_bool
-from rlkit_td3.file_checks import check_her_episodes, check_her_state, read_npy_member
 from rlkit_td3.her.goal_selection_strategy import GoalSelectionStrategy, goal_selection_strategy
 from rlkit_td3.serialization import ModelFileError
+from rlkit_td3.validators import _int, read_npy_member
 
 MAX_INFOS_BYTES = 2**31
 """Largest JSON record of info dicts (``copy_info_dict=True``) a buffer file may hold."""
@@ -484,3 +484,69 @@ def _json_value(value: Any) -> Any:
     if isinstance(value, np.generic):
         return value.item()
     raise TypeError(f"{type(value).__name__} is not JSON-serialisable")
+
+
+# ---------------------------------------------------------------------------- checks of a HER buffer file
+def check_her_state(meta: dict[str, Any], *, n_envs: int, n_slots: int) -> dict[str, np.ndarray]:
+    """The per-env rings and running episodes of a `HerReplayBuffer` file (same ``n_envs`` and ring length as
+    the buffer); returns them as arrays, with ``filled`` (the filled rows of each ring)."""
+    try:
+        file_envs, file_slots = meta["n_envs"], meta["n_slots"]
+        lists = {key: meta[key] for key in ("env_pos", "env_full", "current_ep_start", "current_ep_length")}
+    except KeyError as exc:
+        raise ModelFileError(f"the replay buffer file's meta lacks {exc}") from exc
+    if file_envs != n_envs or file_slots != n_slots:
+        raise ModelFileError(
+            f"replay buffer file has n_envs={file_envs!r} rings of {file_slots!r} rows; this buffer has "
+            f"n_envs={n_envs} rings of {n_slots} rows"
+        )
+    for key, value in lists.items():
+        if not isinstance(value, list) or len(value) != n_envs:
+            raise ModelFileError(f"replay buffer {key} must be a list of {n_envs} entries")
+    for e in range(n_envs):
+        pos = _int(f"replay buffer env_pos[{e}]", lists["env_pos"][e], 0, n_slots - 1)
+        start = _int(f"replay buffer current_ep_start[{e}]", lists["current_ep_start"][e], 0, n_slots - 1)
+        length = _int(f"replay buffer current_ep_length[{e}]", lists["current_ep_length"][e], 0, n_slots)
+        full = lists["env_full"][e]
+        if not isinstance(full, bool):
+            raise ModelFileError(f"replay buffer env_full[{e}] must be a bool")
+        if (start + length) % n_slots != pos or (not full and start + length != pos):
+            raise ModelFileError(
+                f"replay buffer ring {e} is inconsistent: pos={pos}, full={full}, running episode of {length} "
+                f"rows from {start}"
+            )
+    state = {key: np.asarray(value, dtype=bool if key == "env_full" else np.int64) for key, value in lists.items()}
+    state["filled"] = np.where(state["env_full"], n_slots, state["env_pos"])
+    if meta["size"] != int(state["filled"].sum()) or meta["full"] != bool(state["env_full"].all()):
+        raise ModelFileError(f"replay buffer size={meta['size']!r}, full={meta['full']!r} disagree with its rings")
+    return state
+
+
+def check_her_episodes(
+    rows: np.ndarray, ep_start: np.ndarray, ep_length: np.ndarray, state: dict[str, Any], n_slots: int
+) -> None:
+    """The episode bookkeeping of a `HerReplayBuffer` file: every ended episode lies in filled rows of one ring,
+    its first and last rows agree on where it starts and how long it is, and no row of a running episode is
+    marked as ended (so every goal the buffer can draw comes from a stored step of the same episode).
+
+    Raises:
+        ModelFileError: naming what is inconsistent.
+    """
+    if np.any(ep_start < 0) or np.any(ep_start >= n_slots) or np.any(ep_length < 0) or np.any(ep_length > n_slots):
+        raise ModelFileError(f"replay buffer ep_start must be in [0, {n_slots}) and ep_length in [0, {n_slots}]")
+    env, slot = rows // n_slots, rows % n_slots
+    ended = ep_length > 0
+    offset = (slot - ep_start) % n_slots
+    pos, full = state["env_pos"][env], state["env_full"][env]
+    # In a ring that has not wrapped, the filled slots are [0, pos): an episode must not wrap.
+    if np.any(ended & ((offset >= ep_length) | (~full & (ep_start + ep_length > pos)))):
+        raise ModelFileError("replay buffer episodes must cover their own rows within the filled part of the ring")
+    index = np.full(len(state["env_pos"]) * n_slots, -1, dtype=np.int64)
+    index[rows] = np.arange(len(rows))
+    for edge in (ep_start, ep_start + ep_length - 1):
+        other = index[env * n_slots + edge % n_slots]
+        if np.any(ended & ((other < 0) | (ep_start[other] != ep_start) | (ep_length[other] != ep_length))):
+            raise ModelFileError("replay buffer episodes must start and end with rows of the same episode")
+    cur_start, cur_len = state["current_ep_start"][env], state["current_ep_length"][env]
+    if np.any(ended & ((slot - cur_start) % n_slots < cur_len)):
+        raise ModelFileError("replay buffer rows of a running episode must not be marked as ended")

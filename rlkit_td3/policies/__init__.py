@@ -1,5 +1,6 @@
 """Policies: ``MlpPolicy`` (= `TD3Policy`), ``CnnPolicy``, ``MultiInputPolicy`` and the registry of policy aliases."""
 
+from rlkit_td3.policies.registry import POLICY_ALIASES
 from rlkit_td3.policies.td3_policy import (
     DEFAULT_NET_ARCH,
     Actor,
@@ -16,13 +17,6 @@ BasePolicy = TD3Policy
 """SB3's name for the base of its policies (used in type hints, e.g. SB3's ONNX export recipe). Every rlkit_td3
 policy (MlpPolicy, CnnPolicy, MultiInputPolicy, a registered subclass) is a `TD3Policy`, so the two names are one
 class here."""
-
-POLICY_ALIASES: dict[str, type[TD3Policy]] = {
-    "MlpPolicy": TD3Policy,
-    "CnnPolicy": CnnPolicy,
-    "MultiInputPolicy": MultiInputPolicy,
-}
-"""Names accepted for the ``policy`` argument, and used to store the policy class in model files."""
 
 
 def register_policy(name: str, cls: type[TD3Policy]) -> None:

@@ -3,6 +3,9 @@
 `TD3Policy` holds every network training needs (actor, critic ensemble and their target
 copies) and the two optimizers, as in Stable-Baselines3, where a "policy" is the whole learner.
 
+The networks are in `rlkit_td3.policies.networks` (importable from here too), the shapes of their tensors in
+`rlkit_td3.policies.state_shapes`.
+
 * The actor maps an observation to ``tanh(...)`` in [-1, 1] per action dimension; `unscale_action()`
   maps that to the env's bounds, per dimension, so asymmetric bounds work.
 * The critics are one `CriticEnsemble`: the ``n_critics`` Q-networks are stacked along a leading
@@ -14,11 +17,9 @@ copies) and the two optimizers, as in Stable-Baselines3, where a "policy" is the
 from __future__ import annotations
 
 import copy
-import math
 import os
 import platform
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,9 +29,26 @@ from gymnasium import spaces
 from torch import nn
 
 from rlkit_td3.checks import check_bool
-from rlkit_td3.file_checks import ACTIVATIONS, OPTIMIZERS, allowed_class, check_policy_state
+from rlkit_td3.export import export
+from rlkit_td3.policies.networks import (  # noqa: F401  (ScaleImages, PreprocessDict, _FlattenBatch: importable here as before)
+    DEFAULT_NET_ARCH,
+    Actor,
+    CriticEnsemble,
+    PreprocessDict,
+    ScaleImages,
+    _FlattenBatch,
+    make_preprocessor,
+    parse_net_arch,
+)
 from rlkit_td3.policies.obs_normalizer import ObsNormalizer
-from rlkit_td3.preprocessing import is_image_space, preprocess_obs
+from rlkit_td3.policies.registry import POLICY_ALIASES
+from rlkit_td3.policies.state_shapes import (
+    _check_observation_space,
+    _few,
+    expected_state_shapes,
+    extractor_state_shapes,
+)
+from rlkit_td3.preprocessing import is_image_space
 from rlkit_td3.serialization import (
     FORMAT_NAME,
     FORMAT_VERSION,
@@ -42,6 +60,7 @@ from rlkit_td3.serialization import (
     space_to_dict,
     write_model_zip,
 )
+from rlkit_td3.state_checks import ACTIVATIONS, OPTIMIZERS, check_policy_state
 from rlkit_td3.torch_layers import (
     FEATURES_EXTRACTORS,
     BaseFeaturesExtractor,
@@ -49,10 +68,8 @@ from rlkit_td3.torch_layers import (
     FlattenExtractor,
     NatureCNN,
 )
+from rlkit_td3.validators import allowed_class
 from rlkit_td3.version import __version__
-
-DEFAULT_NET_ARCH = [400, 300]
-"""Hidden sizes of actor and critics: the TD3 paper's 400-300 (Fujimoto et al. 2018, also SB3's default)."""
 
 
 def python_scalars(value: Any) -> Any:
@@ -76,216 +93,6 @@ def python_scalars(value: Any) -> Any:
     return value
 
 
-def parse_net_arch(net_arch: Any) -> tuple[list[int], list[int]]:
-    """Split ``net_arch`` into (actor sizes, critic sizes).
-
-    Accepts a list of positive ints (the same for both) or a dict ``{"pi": [...], "qf": [...]}``.
-
-    Raises:
-        TypeError / ValueError: naming ``net_arch`` and what is allowed.
-    """
-
-    def sizes(value: Any, where: str) -> list[int]:
-        if not isinstance(value, (list, tuple)):
-            raise TypeError(f"{where} must be a list of positive ints, got {value!r}")
-        for size in value:
-            if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size <= 0:
-                raise ValueError(f"{where} must be a list of positive ints, got {value!r}")
-        return [int(s) for s in value]
-
-    if isinstance(net_arch, dict):
-        if set(net_arch) != {"pi", "qf"}:
-            raise ValueError(f"net_arch as a dict must have exactly the keys 'pi' and 'qf', got {sorted(net_arch)}")
-        return sizes(net_arch["pi"], "net_arch['pi']"), sizes(net_arch["qf"], "net_arch['qf']")
-    arch = sizes(net_arch, "net_arch")
-    return arch, list(arch)
-
-
-def _mlp(in_dim: int, hidden: Sequence[int], out_dim: int, activation_fn: type[nn.Module]) -> list[nn.Module]:
-    layers: list[nn.Module] = []
-    for size in hidden:
-        layers += [nn.Linear(in_dim, size), activation_fn()]
-        in_dim = size
-    layers.append(nn.Linear(in_dim, out_dim))
-    return layers
-
-
-class ScaleImages(nn.Module):
-    """Preprocessing of a `Box` observation batch before the features extractor: integer batches are cast to
-    float32 (and divided by 255 for images when the policy normalises them); floating batches pass unchanged
-    (TorchScript-compatible, no parameters)."""
-
-    __constants__ = ["scale"]
-
-    def __init__(self, scale: bool = False):
-        super().__init__()
-        self.scale = scale
-
-    def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        if self.scale:
-            return obs.float() / 255.0
-        # Floating batches keep their dtype, so a policy cast with ``.double()`` runs in float64 end to end.
-        return obs if obs.is_floating_point() else obs.float()
-
-
-class PreprocessDict(nn.Module):
-    """Preprocessing of a `Dict` observation batch (`rlkit_td3.preprocessing.preprocess_obs`, key by key)."""
-
-    def __init__(self, observation_space: spaces.Dict, normalize_images: bool = True):
-        super().__init__()
-        self.observation_space = observation_space
-        self.normalize_images = normalize_images
-
-    def forward(self, obs: Any) -> Any:
-        return preprocess_obs(obs, self.observation_space, self.normalize_images)
-
-
-def make_preprocessor(observation_space: spaces.Space, normalize_images: bool = True) -> nn.Module:
-    """The parameter-free module that turns a batch of raw observations into what features extractors take."""
-    if isinstance(observation_space, spaces.Dict):
-        return PreprocessDict(observation_space, normalize_images)
-    return ScaleImages(bool(normalize_images and is_image_space(observation_space)))
-
-
-class _FlattenBatch(nn.Module):
-    def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        return obs.reshape(obs.shape[0], -1)  # scalar observations (shape ()) give one column
-
-
-class Actor(nn.Module):
-    """Deterministic actor: observation → preprocessing → features extractor → MLP → tanh, in normalised
-    action units.
-
-    Args:
-        obs_dim: the extractor's ``features_dim`` (the flattened observation size for the default flatten).
-        action_dim: the flattened action size.
-        net_arch: hidden sizes of the MLP.
-        activation_fn: activation class between hidden layers.
-        features_extractor: the extractor (a flatten when None).
-        preprocess: the observation preprocessing module (a cast to float when None), see `make_preprocessor`.
-    """
-
-    def __init__(
-        self,
-        obs_dim: int,
-        action_dim: int,
-        net_arch: Sequence[int],
-        activation_fn: type[nn.Module],
-        features_extractor: nn.Module | None = None,
-        preprocess: nn.Module | None = None,
-    ):
-        super().__init__()
-        self.preprocess = preprocess if preprocess is not None else ScaleImages(False)
-        self.features_extractor = features_extractor if features_extractor is not None else _FlattenBatch()
-        self.mu = nn.Sequential(*_mlp(obs_dim, net_arch, action_dim, activation_fn), nn.Tanh())
-
-    def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.mu(self.features_extractor(self.preprocess(obs)))
-
-
-class CriticEnsemble(nn.Module):
-    """``n_critics`` independent Q(s, a) MLPs evaluated together.
-
-    Layer ``i`` of all critics is one weight tensor of shape ``(n_critics, in, out)``; a forward pass is
-    one batched matmul per layer. Each critic is initialised like ``nn.Linear`` (uniform in
-    ±1/sqrt(fan_in) for weights and biases) from the global torch generator, critic by critic.
-
-    With ``layer_norm`` every hidden layer is followed by a LayerNorm (before the activation) with its own
-    gain and bias per critic, tensors of shape ``(n_critics, 1, width)`` initialised to ones and zeros.
-    """
-
-    def __init__(
-        self,
-        obs_dim: int,
-        action_dim: int,
-        net_arch: Sequence[int],
-        activation_fn: type[nn.Module],
-        n_critics: int = 2,
-        features_extractor: nn.Module | None = None,
-        preprocess: nn.Module | None = None,
-        shared_features_extractor: nn.Module | None = None,
-        layer_norm: bool = False,
-    ):
-        super().__init__()
-        self.preprocess = preprocess if preprocess is not None else ScaleImages(False)
-        if shared_features_extractor is not None:
-            # The actor's extractor, not registered here: it is neither in the critic's parameters (so the critic
-            # optimizer and the critic loss never move it) nor in its state dict (the actor's holds it).
-            self.features_extractor = None
-            object.__setattr__(self, "shared_features_extractor", shared_features_extractor)
-        else:
-            self.features_extractor = features_extractor if features_extractor is not None else _FlattenBatch()
-            object.__setattr__(self, "shared_features_extractor", None)
-        if isinstance(n_critics, (bool, np.bool_)) or not isinstance(n_critics, (int, np.integer)) or n_critics < 1:
-            raise ValueError(f"n_critics must be a positive int, got {n_critics!r}")
-        n_critics = int(n_critics)
-        self.n_critics = n_critics
-        sizes = [obs_dim + action_dim, *net_arch, 1]
-        self.weights = nn.ParameterList()
-        self.biases = nn.ParameterList()
-        for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
-            self.weights.append(nn.Parameter(torch.empty(n_critics, fan_in, fan_out)))
-            self.biases.append(nn.Parameter(torch.empty(n_critics, 1, fan_out)))
-        self.activation = activation_fn()
-        self.reset_parameters()
-        self.layer_norm = bool(layer_norm)
-        if self.layer_norm:  # after the weights: their initial values are drawn exactly as without LayerNorm
-            self.norm_weights = nn.ParameterList(nn.Parameter(torch.ones(n_critics, 1, w)) for w in net_arch)
-            self.norm_biases = nn.ParameterList(nn.Parameter(torch.zeros(n_critics, 1, w)) for w in net_arch)
-
-    def _normalize(self, x: torch.Tensor, i: int, critic: int | None = None) -> torch.Tensor:
-        """LayerNorm of hidden layer ``i`` (all critics, or one, detached), when enabled."""
-        if not self.layer_norm:
-            return x
-        x = nn.functional.layer_norm(x, x.shape[-1:])
-        if critic is None:
-            return torch.addcmul(self.norm_biases[i], x, self.norm_weights[i])
-        return torch.addcmul(self.norm_biases[i][critic].detach(), x, self.norm_weights[i][critic].detach())
-
-    def reset_parameters(self) -> None:
-        """Draw fresh weights, matching ``nn.Linear``'s default initialisation per critic."""
-        with torch.no_grad():
-            for weight, bias in zip(self.weights, self.biases):
-                bound = 1.0 / math.sqrt(weight.shape[1])
-                weight.uniform_(-bound, bound)
-                bias.uniform_(-bound, bound)
-
-    def extract_features(self, obs: Any, grad: bool = True) -> torch.Tensor:
-        """Features of a batch of observations; no gradient reaches a shared extractor (SB3's rule: only the
-        actor loss trains it), nor any extractor when ``grad`` is False."""
-        if self.shared_features_extractor is not None:
-            with torch.no_grad():
-                return self.shared_features_extractor(self.preprocess(obs))
-        if grad:
-            return self.features_extractor(self.preprocess(obs))
-        with torch.no_grad():
-            return self.features_extractor(self.preprocess(obs))
-
-    def forward(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
-        """Q-values of every critic, shape ``(n_critics, batch)``."""
-        x = torch.cat([self.extract_features(obs), action], dim=1).expand(self.n_critics, -1, -1)
-        last = len(self.weights) - 1
-        for i, (weight, bias) in enumerate(zip(self.weights, self.biases)):
-            x = torch.baddbmm(bias, x, weight)
-            if i < last:
-                x = self.activation(self._normalize(x, i))
-        return x.squeeze(-1)
-
-    def q1_forward(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
-        """Q-value of the first critic only, shape ``(batch,)``, with its parameters detached.
-
-        Used by the actor step: gradients flow to the action (and so to the actor) but no gradient is
-        computed for any critic parameter.
-        """
-        x = torch.cat([self.extract_features(obs, grad=False), action], dim=1)
-        last = len(self.weights) - 1
-        for i, (weight, bias) in enumerate(zip(self.weights, self.biases)):
-            x = torch.addmm(bias[0].detach(), x, weight[0].detach())
-            if i < last:
-                x = self.activation(self._normalize(x, i, critic=0))
-        return x.squeeze(-1)
-
-
 def _is_batch(observation: Any, shape: tuple[int, ...], what: str) -> bool:
     given = np.shape(observation)
     if given == shape:
@@ -293,32 +100,6 @@ def _is_batch(observation: Any, shape: tuple[int, ...], what: str) -> bool:
     if given[1:] == shape:
         return True
     raise ValueError(f"{what} has shape {given}; expected {shape} or (batch, *{shape})")
-
-
-def _check_observation_space(observation_space: spaces.Space, extractor: type[nn.Module]) -> None:
-    """Refuse an observation space the extractor cannot take, naming the policy alias that fits."""
-    if isinstance(observation_space, spaces.Dict):
-        if extractor is FlattenExtractor or extractor is NatureCNN:
-            raise TypeError(
-                f"observation_space is a Dict ({observation_space!r}): use policy='MultiInputPolicy' "
-                "(CombinedExtractor), not MlpPolicy or CnnPolicy"
-            )
-        return
-    if not isinstance(observation_space, spaces.Box):
-        raise TypeError(
-            f"observation_space must be a gymnasium.spaces.Box (or a Dict with MultiInputPolicy), got "
-            f"{observation_space!r}"
-        )
-    if extractor is FlattenExtractor and is_image_space(observation_space):
-        raise TypeError(
-            f"observation_space {observation_space!r} holds uint8 images: use policy='CnnPolicy' (NatureCNN), or "
-            "pass a features_extractor_class of your own to flatten them"
-        )
-    if extractor is CombinedExtractor:
-        raise TypeError(
-            f"MultiInputPolicy (CombinedExtractor) takes a Dict observation space, got {observation_space!r}: use "
-            "policy='MlpPolicy' or 'CnnPolicy'"
-        )
 
 
 class TD3Policy(nn.Module):
@@ -729,8 +510,6 @@ class TD3Policy(nn.Module):
             kwargs[key] = name
         kwargs["actor_learning_rate"] = float(self.actor_optimizer.param_groups[0]["lr"])
         kwargs["critic_learning_rate"] = float(self.critic_optimizer.param_groups[0]["lr"])
-        from rlkit_td3.policies import POLICY_ALIASES
-
         metadata = {
             "format": FORMAT_NAME,
             "format_version": FORMAT_VERSION,
@@ -802,8 +581,6 @@ class TD3Policy(nn.Module):
     def export(self, path: str | os.PathLike[str], format: str = "torchscript", **kwargs: Any) -> Path:
         """Export the actor, with the action unscaling (and optional observation normalisation) in the
         graph, to TorchScript or ONNX. See `rlkit_td3.export.export()` for the arguments."""
-        from rlkit_td3.export import export
-
         return export(self, path, format=format, **kwargs)
 
 
@@ -820,70 +597,20 @@ class MultiInputPolicy(TD3Policy):
     default_features_extractor_class = CombinedExtractor
 
 
+POLICY_ALIASES.update(MlpPolicy=TD3Policy, CnnPolicy=CnnPolicy, MultiInputPolicy=MultiInputPolicy)
+
 POLICY_CONTENT = "policy"
 """``metadata["content"]`` of a file written by `TD3Policy.save()` (whole-model files have none)."""
 
 
 def _policy_class_from_file(cls: type[TD3Policy], name: Any) -> type[TD3Policy]:
     """The policy class a file names: a registered alias, or ``cls`` itself when the file names it."""
-    from rlkit_td3.policies import POLICY_ALIASES
-
     if isinstance(name, str) and name == class_to_name(cls, POLICY_ALIASES):
         return cls
     found = class_from_name(name, POLICY_ALIASES, "policy")
     if not issubclass(found, cls):
         raise ModelFileError(f"the file holds a {found.__name__}, which is not a {cls.__name__}")
     return found
-
-
-def extractor_state_shapes(
-    extractor_class: type[nn.Module], observation_space: spaces.Space, extractor_kwargs: dict[str, Any] | None = None
-) -> tuple[int, dict[str, tuple[int, ...]]]:
-    """``(features_dim, {name: shape})`` of a features extractor's state dict, found by building it on the
-    ``meta`` device (no memory is allocated, whatever sizes the arguments ask for)."""
-    with torch.device("meta"):
-        extractor = extractor_class(observation_space, **(extractor_kwargs or {}))
-    return int(extractor.features_dim), {name: tuple(t.shape) for name, t in extractor.state_dict().items()}
-
-
-def expected_state_shapes(
-    obs_dim: int,
-    action_dim: int,
-    net_arch: Any,
-    n_critics: int,
-    extractor_shapes: dict[str, tuple[int, ...]] | None = None,
-    share_features_extractor: bool = False,
-    critic_layer_norm: bool = False,
-) -> dict[str, tuple[int, ...]]:
-    """The name and shape of every tensor in a `TD3Policy`'s ``state_dict``, from its architecture
-    alone (nothing is allocated).
-
-    ``obs_dim`` is the features extractor's ``features_dim``; ``extractor_shapes`` the extractor's own tensors
-    (see `extractor_state_shapes`; none for the default flatten), held by the actors, and by the critics unless
-    ``share_features_extractor``; ``critic_layer_norm`` adds the critics' LayerNorm gains and biases.
-    """
-    pi, qf = parse_net_arch(net_arch)
-    shapes: dict[str, tuple[int, ...]] = {}
-    for prefix in ("actor", "actor_target"):
-        for name, shape in (extractor_shapes or {}).items():
-            shapes[f"{prefix}.features_extractor.{name}"] = shape
-        sizes = [obs_dim, *pi, action_dim]
-        for i, (fan_in, fan_out) in enumerate(zip(sizes[:-1], sizes[1:])):
-            shapes[f"{prefix}.mu.{2 * i}.weight"] = (fan_out, fan_in)
-            shapes[f"{prefix}.mu.{2 * i}.bias"] = (fan_out,)
-    for prefix in ("critic", "critic_target"):
-        if not share_features_extractor:
-            for name, shape in (extractor_shapes or {}).items():
-                shapes[f"{prefix}.features_extractor.{name}"] = shape
-        sizes = [obs_dim + action_dim, *qf, 1]
-        for i, (fan_in, fan_out) in enumerate(zip(sizes[:-1], sizes[1:])):
-            shapes[f"{prefix}.weights.{i}"] = (n_critics, fan_in, fan_out)
-            shapes[f"{prefix}.biases.{i}"] = (n_critics, 1, fan_out)
-        if critic_layer_norm:
-            for i, width in enumerate(qf):
-                shapes[f"{prefix}.norm_weights.{i}"] = (n_critics, 1, width)
-                shapes[f"{prefix}.norm_biases.{i}"] = (n_critics, 1, width)
-    return shapes
 
 
 def _check_state_shapes(
@@ -948,9 +675,3 @@ def _check_state_shapes(
                 f"(net_arch={kwargs.get('net_arch')!r}, n_critics={n_critics}, "
                 f"features_extractor_class={getattr(extractor, '__name__', extractor)})"
             )
-
-
-def _few(names: set[str], limit: int = 6) -> str:
-    """Sorted names for an error message, at most ``limit`` of them and a count of the rest."""
-    shown = sorted(names)[:limit]
-    return str(shown) + (f" and {len(names) - limit} more" if len(names) > limit else "")

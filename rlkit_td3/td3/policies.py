@@ -4,6 +4,6 @@ They live in `rlkit_td3.policies`; this module only names them.
 """
 
 from rlkit_td3.policies import CnnPolicy, MlpPolicy, MultiInputPolicy, TD3Policy
-from rlkit_td3.policies.td3_policy import Actor
+from rlkit_td3.policies.networks import Actor
 
 __all__ = ["Actor", "CnnPolicy", "MlpPolicy", "MultiInputPolicy", "TD3Policy"]

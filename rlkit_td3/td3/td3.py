@@ -16,12 +16,14 @@ import torch
 from gymnasium.vector import VectorEnv
 
 from rlkit_td3.buffers import ReplayBuffer
+from rlkit_td3.model_files import register_algorithm
 from rlkit_td3.noise import ActionNoise
 from rlkit_td3.off_policy import OffPolicyAlgorithm
 from rlkit_td3.policies import TD3Policy
 from rlkit_td3.schedules import ScheduleLike
 
 
+@register_algorithm
 class TD3(OffPolicyAlgorithm):
     """Twin Delayed DDPG. See `OffPolicyAlgorithm` for the arguments.
 

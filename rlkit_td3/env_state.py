@@ -1,0 +1,191 @@
+"""The envs' part of a run's state: each sub-env's random generator, `DummyVecEnv`'s records of the generator
+states before its auto-resets, and bringing freshly made envs to where a saved run's envs stood.
+
+`rlkit_td3.checkpoint` saves these records with the training state and calls `restart_envs` on load; `BaseAlgorithm`
+asks `exact_resume_problem` whether a checkpoint of its run could resume exactly.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
+
+from rlkit_td3.dict_obs import obs_from_tensors, stack_obs
+from rlkit_td3.serialization import ModelFileError, rng_state_to_json, set_rng_state
+from rlkit_td3.vec_env.dummy_vec_env import DummyVecEnv
+from rlkit_td3.vec_env.gymnasium_bridge import GymnasiumVecEnv
+from rlkit_td3.vec_env.training_env import episode_statistics
+
+
+def _json_bit_generator_state(state: Any) -> Any:
+    """A NumPy ``bit_generator.state`` with its arrays as lists (JSON)."""
+    if isinstance(state, dict):
+        return {key: _json_bit_generator_state(value) for key, value in state.items()}
+    if isinstance(state, np.ndarray):
+        return state.tolist()
+    if isinstance(state, np.integer):
+        return int(state)
+    return state
+
+
+def exact_resume_problem(model: Any) -> str | None:
+    """Why no checkpoint of this model's run could resume exactly, or ``None`` when one can."""
+    if model._venv is not None and model._autoreset_mode == AutoresetMode.SAME_STEP and _sb3_dummy_env(model) is None:
+        return (
+            "the env is a vector env with same-step autoreset (AutoresetMode.SAME_STEP), which resets an ended "
+            "env inside step(): the env generator's state before that reset, which a resumed run would need, "
+            "is gone. Make the vector env with gymnasium's default next-step autoreset or with "
+            "autoreset_mode=AutoresetMode.DISABLED, or train on rlkit_td3.vec_env.DummyVecEnv (which records "
+            "that state), or save without include_buffer"
+        )
+    return None
+
+
+def _sb3_dummy_env(model: Any) -> DummyVecEnv | None:
+    """The training env when it is this library's `DummyVecEnv`, given as it is (no VecEnv wrapper around it).
+
+    That env records each sub-env's generator state just before its auto-resets (`DummyVecEnv.restore_reset`),
+    which is what an exact resume of a same-step autoreset env needs.
+    """
+    base = None if model._venv is None else model._venv.unwrapped
+    if isinstance(base, GymnasiumVecEnv) and type(base.sb3_env) is DummyVecEnv:
+        return base.sb3_env
+    return None
+
+
+def pre_reset_states(model: Any) -> list[dict[str, Any] | None] | None:
+    """For a `DummyVecEnv`, each sub-env's generator state before the reset it did at the last step (None for
+    an env that did not end there)."""
+    dummy = _sb3_dummy_env(model)
+    if dummy is None:
+        return None
+    last = dummy.step_count - 1
+    return [
+        None if entry is None or entry[0] != last else _json_bit_generator_state(entry[1])
+        for entry in dummy.pre_reset_states
+    ]
+
+
+def _env_generators(model: Any) -> list[Any] | None:
+    """Each sub-env's own generator (``env.unwrapped.np_random``), where the vector env lets us reach it.
+
+    For a ``SyncVectorEnv`` these are the generators themselves; for an ``AsyncVectorEnv``, copies
+    received from the worker processes (see `restart_envs()` for how those are set).
+    """
+    base = None if model._venv is None else model._venv.unwrapped
+    if isinstance(base, SyncVectorEnv):
+        return [sub.unwrapped.np_random for sub in base.envs]
+    if isinstance(base, AsyncVectorEnv):
+        return list(base.get_attr("np_random"))
+    dummy = _sb3_dummy_env(model)
+    if dummy is not None:
+        return [sub.unwrapped.np_random for sub in dummy.envs]
+    return None
+
+
+def env_rng_states(model: Any) -> list[dict[str, Any]] | None:
+    generators = _env_generators(model)
+    if generators is None:
+        return None
+    return [rng_state_to_json(rng) for rng in generators]
+
+
+def restart_envs(
+    model: Any,
+    env_rngs: list[dict[str, Any]] | None,
+    last_obs: torch.Tensor | dict[str, torch.Tensor] | None,
+    needs_reset: list[bool] | None = None,
+    pre_reset: list[dict[str, Any] | None] | None = None,
+) -> None:
+    """Bring a freshly made env to where the saved run's envs stood.
+
+    Each env is reset once (a fresh env's first reset can differ from later ones, as in the PyBullet
+    envs), then its generator is set to the saved state. What follows depends on the autoreset mode:
+
+    - disabled (single envs, which the model wraps so): every env is marked for reset before the next
+      step, which is exactly what the saved run would do next when the checkpoint fell on an episode
+      boundary; mid-episode, the episode in flight restarts;
+    - next-step (gymnasium's default), when every env's episode had just ended: the next step resets
+      the envs and stores nothing, as the saved run's next step did (see `_step_envs()`);
+    - otherwise the envs are reset at the start of the next ``learn`` (the episodes in flight restart).
+    """
+    generators = _env_generators(model)
+    model._env_seeded = True
+    obs, _ = model._venv.reset()
+    if env_rngs is not None and generators is not None and len(env_rngs) == len(generators):
+        for rng, spec in zip(generators, env_rngs):
+            set_rng_state(rng, spec)
+        if isinstance(model._venv.unwrapped, AsyncVectorEnv):  # the generators are copies: send them back
+            model._venv.unwrapped.set_attr("np_random", generators)
+    stats = episode_statistics(model._venv)
+    if stats is not None:  # the recent episodes, for rollout/ep_rew_mean
+        for r, n in model._saved_episode_infos:
+            stats.return_queue.append(r)
+            stats.length_queue.append(n)
+    if model._autoreset_mode == AutoresetMode.DISABLED:
+        model._last_obs = obs if last_obs is None else obs_from_tensors(last_obs)
+        model._needs_reset = np.ones(model.n_envs, dtype=bool)
+    elif (
+        model._autoreset_mode == AutoresetMode.NEXT_STEP
+        and needs_reset is not None
+        and all(needs_reset)
+        and last_obs is not None
+    ):
+        model._last_obs = obs_from_tensors(last_obs)
+        model._needs_reset = np.ones(model.n_envs, dtype=bool)
+        model._pending_reset_step = True
+    elif _sb3_dummy_env(model) is not None and pre_reset is not None and all(x is not None for x in pre_reset):
+        # Every env ended at the saved run's last step and was reset inside it: redo those resets from the
+        # generator states recorded before them, which leaves envs and generators where the saved run's were.
+        dummy = _sb3_dummy_env(model)
+        first = [dummy.restore_reset(i, state) for i, state in enumerate(pre_reset)]
+        model._last_obs = stack_obs(first, model.observation_space)
+        model._needs_reset = np.zeros(model.n_envs, dtype=bool)
+    else:
+        model._last_obs = None
+
+
+def state_dict(model: Any) -> dict[str, Any]:
+    """The envs' records a checkpoint stores (JSON): ``env_rngs`` (each sub-env's generator), ``sb3_pre_reset``
+    (`DummyVecEnv`'s generator states before the resets of its last step) and ``needs_reset``."""
+    needs_reset = getattr(model, "_needs_reset", None)
+    return {
+        "env_rngs": env_rng_states(model),
+        "sb3_pre_reset": pre_reset_states(model),
+        "needs_reset": None if needs_reset is None else [bool(x) for x in needs_reset],
+    }
+
+
+def load_state_dict(model: Any, state: dict[str, Any], last_obs: Any, saved_n_envs: int) -> None:
+    """Check the records of `state_dict()` (in the training state ``state``; each optional: older files lack them)
+    against the ``saved_n_envs`` envs they were saved for, then bring the model's envs (if any) to where they stood.
+
+    Raises:
+        ModelFileError: a record of the wrong shape.
+    """
+    needs_reset = state.get("needs_reset")
+    if needs_reset is not None and (
+        not isinstance(needs_reset, list)
+        or len(needs_reset) != saved_n_envs
+        or not all(isinstance(x, bool) for x in needs_reset)
+    ):
+        raise ModelFileError(
+            f"training_state: needs_reset must be a list of {saved_n_envs} booleans, got {needs_reset!r}"
+        )
+    pre_reset = state.get("sb3_pre_reset")
+    if pre_reset is not None and (
+        not isinstance(pre_reset, list)
+        or len(pre_reset) != saved_n_envs
+        or not all(x is None or isinstance(x, dict) for x in pre_reset)
+    ):
+        raise ModelFileError(
+            f"training_state: sb3_pre_reset must be a list of {saved_n_envs} generator states or nulls"
+        )
+    if model._venv is not None:
+        if saved_n_envs != model.n_envs:  # loaded onto another number of envs: every episode restarts
+            restart_envs(model, None, None, None)
+        else:
+            restart_envs(model, state.get("env_rngs"), last_obs, needs_reset, pre_reset)

@@ -1,0 +1,114 @@
+"""Checks of ``load()``'s own arguments (the caller's, not the file's): paths, ``custom_objects``, keyword overrides.
+
+Used by every file format's loader (`rlkit_td3.checkpoint`, `rlkit_td3.sb3_import`). It sits above the components:
+``custom_objects`` may replace the policy or the replay buffer class, which must then be subclasses of the
+library's.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import platform
+import sys
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from rlkit_td3.buffers.replay_buffer import ReplayBuffer
+from rlkit_td3.policies.td3_policy import TD3Policy
+
+
+class CallerArgumentError(Exception):
+    """Raised (by ``load``) from a ``TypeError``/``ValueError`` caused by ``load``'s arguments, not by the file."""
+
+
+CUSTOM_TO_CTOR = {"policy_class": "policy"}
+
+
+_NOT_OVERRIDABLE = {"self", "policy", "env", "device", "policy_kwargs", "_init_setup_model"}
+
+
+def _custom_classes() -> dict[str, type]:
+    return {
+        "policy_class": TD3Policy,
+        "replay_buffer_class": ReplayBuffer,
+        "activation_fn": torch.nn.Module,
+        "optimizer_class": torch.optim.Optimizer,
+        "features_extractor_class": torch.nn.Module,
+    }
+
+
+def _overridable(cls: type) -> set[str]:
+    """Constructor hyperparameters ``load`` accepts as keyword overrides (the networks' shape excluded)."""
+    params = inspect.signature(cls.__init__).parameters.values()
+    return {p.name for p in params if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)} - _NOT_OVERRIDABLE
+
+
+def check_load_overrides(cls: type, overrides: dict[str, Any]) -> None:
+    """``load``'s keyword overrides must be constructor hyperparameters of ``cls`` (else ``TypeError``)."""
+    allowed = _overridable(cls)
+    for key in overrides:
+        if key not in allowed:
+            why = " (the stored networks fix it)" if key in _NOT_OVERRIDABLE else ""
+            raise TypeError(
+                f"{cls.__name__}.load() got an unexpected keyword argument {key!r}{why}; hyperparameters "
+                f"it accepts: {sorted(allowed)}"
+            )
+
+
+def check_custom_objects(cls: type, custom_objects: Any) -> dict[str, Any]:
+    """``load``'s ``custom_objects``: a dict of known entries, classes of the right kind; returns a copy."""
+    if custom_objects is None:
+        return {}
+    if not isinstance(custom_objects, dict):
+        raise TypeError(f"custom_objects must be a dict or None, got {custom_objects!r}")
+    classes = _custom_classes()
+    allowed = _overridable(cls) | set(classes) | {"optimizer_kwargs"}
+    for key, value in custom_objects.items():
+        if key not in allowed:
+            raise ValueError(f"custom_objects has unknown key {key!r}; allowed: {sorted(allowed)}")
+        base = classes.get(key)
+        if base is not None and not (isinstance(value, type) and issubclass(value, base)):
+            raise TypeError(f"custom_objects[{key!r}] must be a {base.__name__} subclass, got {value!r}")
+        if key == "optimizer_kwargs" and not isinstance(value, dict):
+            raise TypeError(f"custom_objects['optimizer_kwargs'] must be a dict, got {value!r}")
+    return dict(custom_objects)
+
+
+def zip_path_for_save(path: Any) -> Path:
+    """``path`` as a Path, with ``.zip`` appended when it has no suffix (Stable-Baselines3's rule for save)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a str or os.PathLike, got {path!r}")
+    path = Path(path)
+    return path.with_name(path.name + ".zip") if path.suffix == "" else path
+
+
+def existing_zip_path(path: Any) -> Path:
+    """``path``, or ``path + ".zip"`` when only that exists (Stable-Baselines3's rule for load)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a str or os.PathLike, got {path!r}")
+    path = Path(path)
+    with_zip = path.with_name(path.name + ".zip")
+    return with_zip if not path.exists() and with_zip.is_file() else path
+
+
+def _system_info() -> dict[str, str]:
+    return {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "torch": torch.__version__,
+        "numpy": np.__version__,
+        "gymnasium": gym.__version__,
+    }
+
+
+def print_system_info_of(saved: Any) -> None:
+    """Print the versions that wrote a file (its ``system`` metadata) beside the current ones."""
+    saved = saved if isinstance(saved, dict) else {}
+    print("== system that saved the model | current system ==")
+    for key, current in _system_info().items():
+        print(f"{key}: {str(saved.get(key, '?'))[:200]} | {current}")
