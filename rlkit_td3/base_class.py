@@ -253,6 +253,14 @@ class BaseAlgorithm:
         log.record("time/fps", int((self.num_timesteps - self._learn_start_timesteps) / elapsed))
         log.record("time/time_elapsed", int(elapsed), exclude="tensorboard")
         log.record("time/total_timesteps", self.num_timesteps, exclude="tensorboard")
+        self._record_train_values()
+        self._reset_loss_stats()
+        log.dump(self.num_timesteps)
+
+    def _record_train_values(self) -> None:
+        """Record the ``train/*`` keys: the mean losses since the last dump, the update count and the learning
+        rate. Called at each dump and at the end of ``learn`` (SB3 records them at every ``train`` call)."""
+        log = self.logger
         if self._n_critic_losses or self._n_actor_losses:
             critic_sum, actor_sum = torch.stack([self._critic_loss_sum, self._actor_loss_sum]).tolist()
             if self._n_critic_losses:
@@ -262,8 +270,6 @@ class BaseAlgorithm:
         log.record("train/n_updates", self._n_updates, exclude="tensorboard")
         # the rate in use, read back: a schedule with state then sees the same calls whatever is logged
         log.record("train/learning_rate", self.policy.actor_optimizer.param_groups[0]["lr"])
-        self._reset_loss_stats()
-        log.dump(self.num_timesteps)
 
     # ------------------------------------------------------------------ acting
     def predict(

@@ -206,6 +206,11 @@ class OrnsteinUhlenbeckActionNoise(_DecayingSigma, ActionNoise):
         return f"OrnsteinUhlenbeckActionNoise(mean={self.mean}, sigma={self.sigma}, theta={self.theta})"
 
 
+class NoiseListError(ValueError, AssertionError):
+    """A list of per-env noises of the wrong length. Also an ``AssertionError``: Stable-Baselines3 asserts
+    the length, and code written for it may catch that."""
+
+
 class VectorizedActionNoise(ActionNoise):
     """One independent copy of ``base_noise`` per env; ``noise()`` returns shape ``(n_envs, action_dim)``.
 
@@ -214,6 +219,8 @@ class VectorizedActionNoise(ActionNoise):
     """
 
     def __init__(self, base_noise: ActionNoise, n_envs: int, seed: int | None = None) -> None:
+        if base_noise is None:  # SB3 raises ValueError here, TypeError for other non-noises
+            raise ValueError("base_noise must be an ActionNoise, got None")
         if not isinstance(base_noise, ActionNoise):
             raise TypeError(f"base_noise must be an ActionNoise, got {type(base_noise).__name__}")
         if isinstance(base_noise, VectorizedActionNoise):
@@ -223,12 +230,36 @@ class VectorizedActionNoise(ActionNoise):
         super().__init__(seed)
         self.base_noise = base_noise
         self.n_envs = int(n_envs)
-        self.noises = [copy.deepcopy(base_noise) for _ in range(n_envs)]
+        self._noises = [copy.deepcopy(base_noise) for _ in range(n_envs)]
         self.seed(seed)
+
+    @property
+    def noises(self) -> list[ActionNoise]:
+        """The per-env copies. Assigning checks the new list: one noise per env, each of ``base_noise``'s type.
+
+        Raises:
+            TypeError: not a list or tuple.
+            NoiseListError: the wrong number of noises (also an ``AssertionError``, as SB3 raises).
+            ValueError: an entry is not of ``base_noise``'s type.
+        """
+        return self._noises
+
+    @noises.setter
+    def noises(self, noises: list[ActionNoise]) -> None:
+        if not isinstance(noises, (list, tuple)):
+            raise TypeError(f"noises must be a list of ActionNoise, got {type(noises).__name__}")
+        if len(noises) != self.n_envs:
+            raise NoiseListError(f"noises must hold one noise per env ({self.n_envs}), got {len(noises)}")
+        wrong = [i for i, noise in enumerate(noises) if not isinstance(noise, type(self.base_noise))]
+        if wrong:
+            raise ValueError(
+                f"noises must all be of base_noise's type {type(self.base_noise).__name__}; entries {wrong} are not"
+            )
+        self._noises = list(noises)
 
     def seed(self, seed: int | None) -> None:
         children = np.random.SeedSequence(seed).spawn(self.n_envs) if seed is not None else [None] * self.n_envs
-        for noise, child in zip(self.noises, children):
+        for noise, child in zip(self._noises, children):
             noise.seed(None if child is None else int(child.generate_state(1)[0]))
 
     def reset(self, indices: Iterable[int] | None = None) -> None:
@@ -237,7 +268,7 @@ class VectorizedActionNoise(ActionNoise):
             self.noises[i].reset()
 
     def __call__(self) -> np.ndarray:
-        return np.stack([noise() for noise in self.noises])
+        return np.stack([noise() for noise in self._noises])
 
     def resized(self, n_envs: int, seed: int | None = None) -> VectorizedActionNoise:
         """A copy of this noise for ``n_envs`` envs (used when a model's env changes its number of envs).
@@ -298,6 +329,7 @@ def noise_from_dict(spec: dict[str, Any]) -> ActionNoise:
 __all__ = [
     "ActionNoise",
     "NormalActionNoise",
+    "NoiseListError",
     "OrnsteinUhlenbeckActionNoise",
     "VectorizedActionNoise",
     "noise_from_dict",

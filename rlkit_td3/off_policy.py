@@ -377,6 +377,8 @@ class OffPolicyAlgorithm(BaseAlgorithm):
                     if gradient_steps > 0:
                         self.train(gradient_steps, self.batch_size)
 
+            if self._n_updates:
+                self._record_train_values()  # readable in logger.name_to_value after learn(), as in SB3
             callback.on_training_end()
         finally:
             torch.set_num_threads(caller_threads)
