@@ -235,7 +235,8 @@ def test_create_mlp():
 def test_type_aliases():
     from rlkit_td3.buffers import ReplayBufferSamples
     from rlkit_td3.callbacks import BaseCallback
-    from rlkit_td3.type_aliases import GymEnv, MaybeCallback, ReplayBufferSamples as Aliased, Schedule
+    from rlkit_td3.type_aliases import GymEnv, MaybeCallback, Schedule
+    from rlkit_td3.type_aliases import ReplayBufferSamples as Aliased
     from rlkit_td3.vec_env import VecEnv
 
     assert Aliased is ReplayBufferSamples and VecEnv in GymEnv.__args__ and BaseCallback in MaybeCallback.__args__
