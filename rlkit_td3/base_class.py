@@ -304,6 +304,8 @@ class BaseAlgorithm:
             if not single and obs.shape[1:] != obs_shape:
                 raise ValueError(f"observation has shape {obs.shape}; expected {obs_shape} or (batch, *{obs_shape})")
             batch = obs.reshape(-1, *obs_shape)
+        if self.policy.actor.training:  # batch norm and dropout act in evaluation mode, as in SB3
+            self.policy.set_training_mode(False)
         actions = self.policy.actor_numpy(batch)
         if not deterministic and self.action_noise is not None:
             actions = np.clip(

@@ -44,6 +44,7 @@ from rlkit_td3.utils import (
     _check_float,
     _check_int,
     _parse_train_freq,
+    get_parameters_by_name,
     warn_thread_oversubscription,
 )
 from rlkit_td3.vec_env.training_env import (
@@ -272,6 +273,12 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         self._actor_target_params = list(self.policy.actor_target.parameters())
         self._critic_params = list(self.policy.critic.parameters())
         self._critic_target_params = list(self.policy.critic_target.parameters())
+        # batch norm statistics, copied to the targets with each Polyak update (as in SB3); usually empty
+        self._norm_stats = get_parameters_by_name(self.policy.actor, ["running_"])
+        self._norm_stats += get_parameters_by_name(self.policy.critic, ["running_"])
+        self._target_norm_stats = get_parameters_by_name(self.policy.actor_target, ["running_"])
+        self._target_norm_stats += get_parameters_by_name(self.policy.critic_target, ["running_"])
+        self._mode_dependent = self.policy.mode_dependent()
         self._reset_loss_stats()
 
     def _make_action_noise(self, seed: int | None) -> ActionNoise | None:
@@ -359,6 +366,7 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         if self._last_obs is None:
             self._reset_env()
         self._setup_logger(tb_log_name, reset_num_timesteps)
+        self._mode_dependent = self.policy.mode_dependent()  # a layer may have been swapped since construction
         caller_threads = torch.get_num_threads()
         if self.torch_num_threads is not None:
             torch.set_num_threads(_check_int("torch_num_threads", self.torch_num_threads, 1))
@@ -408,6 +416,8 @@ class OffPolicyAlgorithm(BaseAlgorithm):
             ``(continue_training, transitions_collected)``.
         """
         freq, unit = self.train_freq
+        if self.policy.actor.training:  # acting runs in evaluation mode (batch norm, dropout), as in SB3
+            self.policy.set_training_mode(False)
         if self._rollout is None:
             self._rollout = {"calls": 0, "episodes": 0, "collected": 0}
             callback.on_rollout_start()
@@ -596,6 +606,8 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         if isinstance(self.replay_buffer, PrioritizedReplayBuffer):
             self.replay_buffer.set_progress(1.0 - self._current_progress_remaining)  # anneals PER's beta
         fused = self._fused_update_for(batch_size)
+        if self._mode_dependent and not self.policy.actor.training:  # switched only where the mode matters
+            self.policy.set_training_mode(True)
         for _ in range(gradient_steps):
             self._n_updates += 1
             batch = self.policy.normalize_batch(self.replay_buffer.sample(batch_size))  # as-is without normalize_obs
@@ -682,3 +694,5 @@ class OffPolicyAlgorithm(BaseAlgorithm):
             with torch.no_grad():
                 torch._foreach_lerp_(self._critic_target_params, self._critic_params, self.tau)
                 torch._foreach_lerp_(self._actor_target_params, self._actor_params, self.tau)
+                if self._norm_stats:
+                    torch._foreach_copy_(self._target_norm_stats, self._norm_stats)
