@@ -125,21 +125,33 @@ class VecNormalize(VecEnvWrapper):
                     )
             self.norm_obs_keys = keys
             self.obs_rms = {key: RunningMeanStd(shape=space.spaces[key].shape) for key in keys}
-            subspaces = dict(space.spaces)
-            for key in keys:
-                if is_image_space(subspaces[key]):
-                    subspaces[key] = spaces.Box(-self.clip_obs, self.clip_obs, subspaces[key].shape, np.float32)
-            self.observation_space = spaces.Dict(subspaces)
         elif isinstance(space, spaces.Box):
             if self.norm_obs_keys is not None:
                 raise ValueError(f"norm_obs_keys needs a Dict observation space, this one is {space}")
             self.obs_rms = RunningMeanStd(shape=space.shape)
-            if is_image_space(space):
-                self.observation_space = spaces.Box(-self.clip_obs, self.clip_obs, space.shape, np.float32)
         else:
             raise ValueError(
                 f"VecNormalize can normalise Box and Dict observation spaces, not {space}; pass norm_obs=False"
             )
+        self.observation_space = self._normalized_space(space)
+
+    def _normalized_space(self, space: spaces.Space) -> spaces.Space:
+        """The observation space after normalisation: a normalised image (uint8 in [0, 255]) becomes a float32
+        Box in ``[-clip_obs, clip_obs]``, as in SB3; other spaces are unchanged."""
+        if not self.norm_obs:
+            return space
+        if isinstance(space, spaces.Dict):
+            keys = set(self.obs_rms) if isinstance(self.obs_rms, dict) else set()
+            subspaces = {
+                key: spaces.Box(-self.clip_obs, self.clip_obs, sub.shape, np.float32)
+                if key in keys and is_image_space(sub)
+                else sub
+                for key, sub in space.spaces.items()
+            }
+            return spaces.Dict(subspaces)
+        if is_image_space(space):
+            return spaces.Box(-self.clip_obs, self.clip_obs, space.shape, np.float32)
+        return space
 
     # ------------------------------------------------------------------ stepping
     def step_wait(self) -> VecEnvStepReturn:
@@ -237,6 +249,7 @@ class VecNormalize(VecEnvWrapper):
             raise ValueError("this VecNormalize already wraps an env; set_venv() is for one loaded without it")
         VecEnvWrapper.__init__(self, venv)
         self._check_shapes(venv.observation_space)
+        self.observation_space = self._normalized_space(venv.observation_space)
         self._restore_returns()
 
     def _restore_returns(self) -> None:
