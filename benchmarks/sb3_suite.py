@@ -126,6 +126,8 @@ def _names_in(value, depth=0):
         return set().union(*[_names_in(v, depth + 1) for v in value]) if value else set()
     if isinstance(value, dict):
         return _names_in(list(value.keys()) + list(value.values()), depth + 1)
+    if isinstance(value, str):  # an algorithm named by a string, e.g. parametrize("model_name", ["a2c", "td3"])
+        return {value.upper()}
     name = getattr(value, "__name__", None)
     return {name} if isinstance(name, str) else set()
 
