@@ -76,11 +76,12 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         buffer_size: replay buffer capacity in transitions.
         learning_starts: number of uniform-random warm-up steps before the actor acts and updates begin.
         batch_size: transitions per gradient step.
-        tau: Polyak coefficient of the target networks, in (0, 1].
+        tau: Polyak coefficient of the target networks, in [0, 1] (0: the targets never move, as SB3 allows).
         gamma: discount factor, in [0, 1].
         train_freq: update every ``train_freq`` env steps (calls to ``env.step``), or a tuple
             ``(n, "step")`` / ``(n, "episode")``.
-        gradient_steps: gradient steps after each rollout; -1 means as many as transitions collected.
+        gradient_steps: gradient steps after each rollout; -1 means as many as transitions collected, 0 none
+            (the model only collects, as in SB3).
         action_noise: exploration noise in normalised units. ``"default"`` (the default) is Gaussian with
             σ = 0.1; ``None`` turns exploration noise off.
         replay_buffer_class: a `ReplayBuffer` subclass (default ``ReplayBuffer``, or ``NStepReplayBuffer`` when
@@ -165,12 +166,10 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         if self.buffer_size < self.batch_size:
             raise ValueError(f"buffer_size must be >= batch_size ({self.batch_size}), got {self.buffer_size}")
         self.learning_starts = _check_int("learning_starts", learning_starts, 0)
-        self.tau = _check_float("tau", tau, 0.0, 1.0, low_open=True)
+        self.tau = _check_float("tau", tau, 0.0, 1.0)
         self.gamma = _check_float("gamma", gamma, 0.0, 1.0)
         self.train_freq = _parse_train_freq(train_freq)
         self.gradient_steps = _check_int("gradient_steps", gradient_steps, -1)
-        if self.gradient_steps == 0:
-            raise ValueError("gradient_steps must be >= 1, or -1 for as many as collected transitions, got 0")
         self.policy_delay = _check_int("policy_delay", policy_delay, 1)
         self.target_policy_noise = _check_float("target_policy_noise", target_policy_noise, 0.0, float("inf"))
         self.target_noise_clip = _check_float("target_noise_clip", target_noise_clip, 0.0, float("inf"))
@@ -381,7 +380,7 @@ class OffPolicyAlgorithm(BaseAlgorithm):
                 if not continue_training:
                     break
                 if self.num_timesteps > self.learning_starts and self.replay_buffer.size() > 0:
-                    gradient_steps = self.gradient_steps if self.gradient_steps > 0 else collected
+                    gradient_steps = self.gradient_steps if self.gradient_steps >= 0 else collected
                     if gradient_steps > 0:
                         self.train(gradient_steps, self.batch_size)
 

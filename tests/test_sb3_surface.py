@@ -301,3 +301,35 @@ def test_dummy_vec_env_refuses_wrappers_of_one_env():
     env = gym.make("Pendulum-v1")
     with pytest.raises(ValueError, match="same env object"):
         DummyVecEnv([lambda: Monitor(env), lambda: Monitor(env)])
+
+
+# ------------------------------------------------------------------ settings SB3 accepts
+def test_tau_zero_keeps_targets_and_gradient_steps_zero_only_collects():
+    model = TD3("MlpPolicy", "Pendulum-v1", learning_starts=10, batch_size=8, tau=0.0, seed=0)
+    before = [p.clone() for p in model.policy.actor_target.parameters()]
+    model.learn(30)
+    assert model._n_updates > 0
+    assert all(torch.equal(a, b) for a, b in zip(before, model.policy.actor_target.parameters()))
+    collector = TD3("MlpPolicy", "Pendulum-v1", learning_starts=10, batch_size=8, gradient_steps=0, seed=0)
+    collector.learn(30)
+    assert collector._n_updates == 0 and collector.replay_buffer.size() == 30
+
+
+class NoOptionsEnv(gym.Env):
+    """An env written before gymnasium's reset(options=): reset takes only a seed."""
+
+    observation_space = spaces.Box(-1, 1, (2,), np.float32)
+    action_space = spaces.Box(-1, 1, (1,), np.float32)
+
+    def reset(self, seed=None):
+        super().reset(seed=seed)
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action):
+        return np.zeros(2, np.float32), 0.0, False, False, {}
+
+
+def test_env_whose_reset_has_no_options_parameter():
+    model = TD3("MlpPolicy", NoOptionsEnv(), learning_starts=5, batch_size=4, seed=0)
+    model.learn(10)
+    assert model.num_timesteps == 10
