@@ -69,8 +69,6 @@ torch.set_num_threads(1)
 MODE = os.environ["SUITE_MODE"]  # collect | sb3 | ours
 OUT_OF_SCOPE = set(os.environ["SUITE_OUT_OF_SCOPE"].split())
 TEST_TIMEOUT = float(os.environ.get("SUITE_TEST_TIMEOUT", "0"))
-TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
-_collecting = [True]
 
 
 def _log(path_var, record):
@@ -78,44 +76,12 @@ def _log(path_var, record):
         f.write(json.dumps(record) + "\n")
 
 
-# --- ours: a name rlkit_td3 lacks becomes a stand-in that fails the test using it -------------------------------
-class _MissingMeta(type):
-    def __getattr__(cls, attr):
-        if attr.startswith("__"):
-            raise AttributeError(attr)
-        raise ImportError(f"cannot import name {cls.__name__!r} from {cls._suite_module!r} (missing in rlkit_td3)")
+# --- ours: names rlkit_td3 lacks become stand-ins (installed by the harness's sitecustomize, in worker
+# processes too); only this, the main process, records them
+import sitecustomize
 
-    def __call__(cls, *args, **kwargs):
-        raise ImportError(f"cannot import name {cls.__name__!r} from {cls._suite_module!r} (missing in rlkit_td3)")
+sitecustomize.LOG_PATH = os.environ.get("SUITE_MISSING")
 
-
-def _stand_in(module, name):
-    _log("SUITE_MISSING", {"module": module, "name": name, "module_level": _collecting[0]})
-    return _MissingMeta(name, (), {"_suite_module": module})
-
-
-_real_import = builtins.__import__
-
-
-def _lenient_import(name, globals=None, locals=None, fromlist=(), level=0):
-    importer = (globals or {}).get("__file__") or ""
-    if not (name.startswith("rlkit_td3") and fromlist and os.path.dirname(os.path.abspath(importer)) == TESTS_DIR):
-        return _real_import(name, globals, locals, fromlist, level)
-    try:
-        module = _real_import(name, globals, locals, fromlist, level)
-    except ImportError:
-        module = None
-    proxy = types.ModuleType(name)
-    if module is not None:
-        proxy.__dict__.update(module.__dict__)
-    for attr in fromlist:
-        if attr != "*" and not hasattr(proxy, attr):
-            setattr(proxy, attr, _stand_in(name, attr))
-    return proxy
-
-
-if MODE == "ours":
-    builtins.__import__ = _lenient_import
 
 
 # --- selection ------------------------------------------------------------------------------------------------
@@ -142,7 +108,7 @@ def _body_names(function):
 
 
 def pytest_collection_modifyitems(config, items):
-    _collecting[0] = False
+    sitecustomize.COLLECTING = False
     if MODE == "collect":
         for item in items:
             params = _names_in(list(getattr(getattr(item, "callspec", None), "params", {}).values()))
@@ -185,6 +151,59 @@ def pytest_runtest_logreport(report):
     outcome = "xfailed" if hasattr(report, "wasxfail") and report.skipped else report.outcome
     message = "" if report.passed else str(report.longrepr)[-2000:]
     _log("SUITE_RESULTS", {"nodeid": report.nodeid, "when": report.when, "outcome": outcome, "message": message})
+"""
+
+
+SITECUSTOMIZE = r"""
+# Written by rlkit_td3's benchmarks/sb3_suite.py: in the rewritten suite ("ours"), a name rlkit_td3 lacks, imported
+# by a test module, becomes a stand-in that raises ImportError when called or read, so that it fails only the tests
+# using it. Installed at interpreter start, so that SubprocVecEnv workers unpickling a test's env class get it too.
+import builtins, json, os, types
+
+TESTS_DIR = os.environ.get("SUITE_TESTS_DIR", "")
+LOG_PATH = None  # set by the conftest in the main pytest process
+COLLECTING = True
+
+
+class _MissingMeta(type):
+    def __getattr__(cls, attr):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        raise ImportError(f"cannot import name {cls.__name__!r} from {cls._suite_module!r} (missing in rlkit_td3)")
+
+    def __call__(cls, *args, **kwargs):
+        raise ImportError(f"cannot import name {cls.__name__!r} from {cls._suite_module!r} (missing in rlkit_td3)")
+
+
+def _stand_in(module, name):
+    if LOG_PATH:
+        with open(LOG_PATH, "a") as f:
+            f.write(json.dumps({"module": module, "name": name, "module_level": COLLECTING}) + "\n")
+    return _MissingMeta(name, (), {"_suite_module": module})
+
+
+_real_import = builtins.__import__
+
+
+def _lenient_import(name, globals=None, locals=None, fromlist=(), level=0):
+    importer = (globals or {}).get("__file__") or ""
+    if not (name.startswith("rlkit_td3") and fromlist and os.path.dirname(os.path.abspath(importer)) == TESTS_DIR):
+        return _real_import(name, globals, locals, fromlist, level)
+    try:
+        module = _real_import(name, globals, locals, fromlist, level)
+    except ImportError:
+        module = None
+    proxy = types.ModuleType(name)
+    if module is not None:
+        proxy.__dict__.update(module.__dict__)
+    for attr in fromlist:
+        if attr != "*" and not hasattr(proxy, attr):
+            setattr(proxy, attr, _stand_in(name, attr))
+    return proxy
+
+
+if os.environ.get("SUITE_MODE") == "ours":
+    builtins.__import__ = _lenient_import
 """
 
 
@@ -236,18 +255,21 @@ def unpack(sdist: Path, dest: Path) -> dict[str, Path]:
                     path.write_bytes(data)
     for root in roots.values():
         (root / "tests" / "conftest.py").write_text(CONFTEST)
+        (root / "stubs").mkdir()
+        (root / "stubs" / "sitecustomize.py").write_text(SITECUSTOMIZE)
         if importlib.util.find_spec("ale_py") is None:  # test_utils.py imports it at module level, for Atari only
-            (root / "stubs").mkdir()
             (root / "stubs" / "ale_py.py").write_text(
                 '"""Stand-in for the optional ale_py (Atari tests are out of scope)."""\n'
             )
     return roots
 
 
-def pytest_env(mode: str, work: Path, **files: Path) -> dict[str, str]:
+def pytest_env(mode: str, root: Path, **files: Path) -> dict[str, str]:
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", SUITE_MODE=mode)
     env["SUITE_OUT_OF_SCOPE"] = " ".join(OUT_OF_SCOPE)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), "stubs", env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env["SUITE_TESTS_DIR"] = str(root / "tests")
+    paths = [str(ROOT), str(root / "stubs"), env.get("PYTHONPATH", "")]
+    env["PYTHONPATH"] = os.pathsep.join(paths).rstrip(os.pathsep)
     env["MPLBACKEND"] = "Agg"
     env.update({f"SUITE_{key.upper()}": str(value) for key, value in files.items()})
     return env
@@ -264,13 +286,16 @@ def run_pytest(args: list[str], env: dict[str, str], cwd: Path, timeout: float) 
         os.killpg(proc.pid, signal.SIGKILL)
         out, _ = proc.communicate()
         return -9, out
+    except BaseException:  # interrupted (Ctrl-C, SIGTERM): take the pytest run and its workers down too
+        os.killpg(proc.pid, signal.SIGKILL)
+        raise
 
 
 def select(root: Path, files: list[str], work: Path) -> dict[str, list[dict]]:
     """Collect SB3's unmodified tests and decide the selection (same for both libraries)."""
     log = work / "selection.jsonl"
     log.unlink(missing_ok=True)
-    code, out = run_pytest(["--collect-only", *files], pytest_env("collect", work, selection=log), root, 900)
+    code, out = run_pytest(["--collect-only", *files], pytest_env("collect", root, selection=log), root, 900)
     if not log.exists():
         raise SystemExit(f"collection failed (exit {code}):\n{out[-3000:]}")
     per_file: dict[str, list[dict]] = {}
@@ -303,7 +328,7 @@ def run_file(lib: str, root: Path, file: str, selected: list[str], work: Path, a
     for path in (res, missing):
         path.unlink(missing_ok=True)
     sel.write_text(json.dumps(selected))
-    env = pytest_env(lib, work, selected=sel, results=res, missing=missing)
+    env = pytest_env(lib, root, selected=sel, results=res, missing=missing)
     env["SUITE_TEST_TIMEOUT"] = str(args.test_timeout)
     start = time.perf_counter()
     code, out = run_pytest([file], env, root, args.file_timeout)
@@ -340,6 +365,7 @@ def main() -> None:
     parser.add_argument("--out", help="result file (default: benchmarks/results/sb3_suite_<commit>.txt)")
     parser.add_argument("--show-failures", action="store_true", help="print our failures' messages")
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(143))  # SystemExit reaches run_pytest's cleanup
 
     sdist = fetch_sdist()
     work = Path(tempfile.mkdtemp(prefix="sb3_suite_"))
