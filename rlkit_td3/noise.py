@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from rlkit_td3.utils import ValueAssertionError
+
 
 def _as_vector(value: Any, name: str) -> np.ndarray:
     arr = np.asarray(value, dtype=np.float64)
@@ -206,11 +208,6 @@ class OrnsteinUhlenbeckActionNoise(_DecayingSigma, ActionNoise):
         return f"OrnsteinUhlenbeckActionNoise(mean={self.mean}, sigma={self.sigma}, theta={self.theta})"
 
 
-class NoiseListError(ValueError, AssertionError):
-    """A list of per-env noises of the wrong length. Also an ``AssertionError``: Stable-Baselines3 asserts
-    the length, and code written for it may catch that."""
-
-
 class VectorizedActionNoise(ActionNoise):
     """One independent copy of ``base_noise`` per env; ``noise()`` returns shape ``(n_envs, action_dim)``.
 
@@ -239,7 +236,8 @@ class VectorizedActionNoise(ActionNoise):
 
         Raises:
             TypeError: not a list or tuple.
-            NoiseListError: the wrong number of noises (also an ``AssertionError``, as SB3 raises).
+            ValueAssertionError: the wrong number of noises (a ``ValueError``; also an ``AssertionError``, as SB3
+                raises).
             ValueError: an entry is not of ``base_noise``'s type.
         """
         return self._noises
@@ -249,7 +247,7 @@ class VectorizedActionNoise(ActionNoise):
         if not isinstance(noises, (list, tuple)):
             raise TypeError(f"noises must be a list of ActionNoise, got {type(noises).__name__}")
         if len(noises) != self.n_envs:
-            raise NoiseListError(f"noises must hold one noise per env ({self.n_envs}), got {len(noises)}")
+            raise ValueAssertionError(f"noises must hold one noise per env ({self.n_envs}), got {len(noises)}")
         wrong = [i for i, noise in enumerate(noises) if not isinstance(noise, type(self.base_noise))]
         if wrong:
             raise ValueError(
@@ -329,7 +327,6 @@ def noise_from_dict(spec: dict[str, Any]) -> ActionNoise:
 __all__ = [
     "ActionNoise",
     "NormalActionNoise",
-    "NoiseListError",
     "OrnsteinUhlenbeckActionNoise",
     "VectorizedActionNoise",
     "noise_from_dict",

@@ -89,6 +89,11 @@ def warn_thread_oversubscription(stacklevel: int = 3) -> None:
     )
 
 
+class ValueAssertionError(ValueError, AssertionError):
+    """A bad argument: a ``ValueError``, and also an ``AssertionError`` because Stable-Baselines3 refuses the same
+    argument with an ``assert`` (code written for it may catch that)."""
+
+
 class NonFiniteError(FloatingPointError):
     """An env returned a NaN or infinite observation (from ``reset()`` or ``step()``) or reward, or one beyond
     float32's range, or a training loss became non-finite."""

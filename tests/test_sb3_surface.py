@@ -32,7 +32,7 @@ from rlkit_td3.logger import (
     make_output_format,
 )
 from rlkit_td3.monitor import LoadMonitorResultsError, Monitor, get_monitor_files, load_results
-from rlkit_td3.noise import NoiseListError, NormalActionNoise, VectorizedActionNoise
+from rlkit_td3.noise import NormalActionNoise, VectorizedActionNoise
 from rlkit_td3.preprocessing import get_obs_shape
 from rlkit_td3.torch_layers import create_mlp
 from rlkit_td3.utils import (
@@ -287,7 +287,7 @@ def test_vectorized_noise_checks_as_sb3():
     vec = VectorizedActionNoise(base, 3)
     with pytest.raises(AssertionError):
         vec.noises = []
-    with pytest.raises(NoiseListError, match="one noise per env"):
+    with pytest.raises(ValueError, match="one noise per env"):
         vec.noises = [base]
     with pytest.raises(TypeError):
         vec.noises = None
@@ -333,3 +333,21 @@ def test_env_whose_reset_has_no_options_parameter():
     model = TD3("MlpPolicy", NoOptionsEnv(), learning_starts=5, batch_size=4, seed=0)
     model.learn(10)
     assert model.num_timesteps == 10
+
+
+def test_vec_env_errors_and_indices_as_sb3():
+    from rlkit_td3.vec_env import StackedObservations, SubprocVecEnv, VecFrameStack
+
+    venv = DummyVecEnv([lambda: gym.make("Pendulum-v1") for _ in range(3)])
+    venv.set_attr("marker", 7, indices=[-1])
+    assert venv.get_attr("marker", indices=[2]) == [7] and venv.get_attr("marker", indices=-1) == [7]
+    with pytest.raises(IndexError, match=r"\[-3, 3\)"):
+        venv.get_attr("marker", indices=[-4])
+    with pytest.raises(AssertionError):
+        VecFrameStack(venv, n_stack=2, channels_order="not_valid")
+    with pytest.raises(ValueError, match="cannot find context for 'illegal_method'"):
+        SubprocVecEnv([lambda: gym.make("Pendulum-v1")], start_method="illegal_method")
+    image = spaces.Box(0, 255, (3, 8, 8), np.uint8)
+    assert StackedObservations.compute_stacking(4, image) == (True, 1, (12, 8, 8), 0)
+    assert StackedObservations.compute_stacking(4, spaces.Box(-1, 1, (2, 5))) == (False, -1, (2, 20), -1)
+    assert StackedObservations.compute_stacking(2, image, "last") == (False, -1, (3, 8, 16), -1)
