@@ -144,7 +144,9 @@ def test_reward_normalisation_by_the_std_of_discounted_returns():
         returns = returns * gamma + raw[t]
         history.append(returns.copy())
         _, var = pooled(np.concatenate(history))
-        np.testing.assert_allclose(rewards[t], np.clip(raw[t] / np.sqrt(var + 1e-8), -10, 10), rtol=1e-12)
+        expected = np.clip(raw[t] / np.sqrt(var + 1e-8), -10, 10).astype(np.float32)  # float32, as SB3 returns
+        assert rewards[t].dtype == np.float32
+        np.testing.assert_array_equal(rewards[t], expected)
         returns[dones[t]] = 0.0
     assert dones[3].all() and dones[7].all()
     np.testing.assert_allclose(venv.ret_rms.var, pooled(np.concatenate(history))[1], rtol=1e-12)

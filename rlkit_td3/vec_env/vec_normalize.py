@@ -120,18 +120,18 @@ class VecNormalize(VecEnvWrapper):
                     raise ValueError(f"norm_obs_keys entry {key!r} is not a key of the observation space {space}")
                 if not isinstance(space.spaces[key], spaces.Box):
                     raise ValueError(
-                        f"VecNormalize can only normalise Box subspaces, but key {key!r} is {space.spaces[key]}; "
+                        f"VecNormalize only supports Box subspaces, but key {key!r} is {space.spaces[key]}; "
                         "leave it out of norm_obs_keys"
                     )
             self.norm_obs_keys = keys
             self.obs_rms = {key: RunningMeanStd(shape=space.spaces[key].shape) for key in keys}
         elif isinstance(space, spaces.Box):
             if self.norm_obs_keys is not None:
-                raise ValueError(f"norm_obs_keys needs a Dict observation space, this one is {space}")
+                raise ValueError(f"norm_obs_keys is applicable only with a Dict observation space, this one is {space}")
             self.obs_rms = RunningMeanStd(shape=space.shape)
         else:
             raise ValueError(
-                f"VecNormalize can normalise Box and Dict observation spaces, not {space}; pass norm_obs=False"
+                f"VecNormalize only supports Box and Dict observation spaces, not {space}; pass norm_obs=False"
             )
         self.observation_space = self._normalized_space(space)
 
@@ -220,10 +220,11 @@ class VecNormalize(VecEnvWrapper):
         return self._unnormalize(obs, self.obs_rms)  # type: ignore[arg-type]
 
     def normalize_reward(self, reward: np.ndarray) -> np.ndarray:
-        """Divide by the std of the discounted return and clip (only with ``norm_reward``)."""
+        """Divide by the std of the discounted return and clip (only with ``norm_reward``); float32, as SB3 returns
+        (the statistics are float64)."""
         if self.norm_reward:
             reward = np.clip(reward / np.sqrt(self.ret_rms.var + self.epsilon), -self.clip_reward, self.clip_reward)
-        return reward
+        return np.asarray(reward, dtype=np.float32)
 
     def unnormalize_reward(self, reward: np.ndarray) -> np.ndarray:
         """Invert `normalize_reward()` (up to clipping)."""
