@@ -351,3 +351,43 @@ def test_vec_env_errors_and_indices_as_sb3():
     assert StackedObservations.compute_stacking(4, image) == (True, 1, (12, 8, 8), 0)
     assert StackedObservations.compute_stacking(4, spaces.Box(-1, 1, (2, 5))) == (False, -1, (2, 20), -1)
     assert StackedObservations.compute_stacking(2, image, "last") == (False, -1, (3, 8, 16), -1)
+
+
+# ------------------------------------------------------------------ save_util (its safe subset)
+def test_open_path_as_sb3(tmp_path):
+    from rlkit_td3.save_util import open_path
+
+    with open_path(tmp_path / "a", "w", suffix="pkl") as fh:
+        fh.write(b"x")
+    assert (tmp_path / "a.pkl").read_bytes() == b"x"
+    with open_path(str(tmp_path / "a"), "read", suffix="pkl") as fh:  # the suffix is tried for a missing path
+        assert fh.read() == b"x"
+    (tmp_path / "folder.pkl").mkdir()
+    with pytest.warns(UserWarning, match="is a folder"):
+        open_path(tmp_path / "folder.pkl", "w").close()
+    assert (tmp_path / "folder.pkl_2").is_file()
+    with pytest.warns(UserWarning, match="does not exist"):
+        open_path(tmp_path / "new" / "sub" / "f", "w", suffix="pkl").close()
+    assert (tmp_path / "new" / "sub" / "f.pkl").is_file()
+    buffer = io.BytesIO()
+    assert open_path(buffer, "w") is buffer
+    with pytest.raises(TypeError):
+        open_path(123, "w")
+    with pytest.raises(ValueError, match="'w' or 'r'"):
+        open_path(buffer, "randomstuff")
+    with open(tmp_path / "a.pkl", "rb") as reader:
+        with pytest.raises(ValueError, match="writable"):
+            open_path(reader, "w")
+    buffer.close()
+    with pytest.raises(ValueError, match="closed"):
+        open_path(buffer, "r")
+
+
+def test_pickles_load_only_with_allow_pickle(tmp_path):
+    from rlkit_td3.save_util import load_from_pkl, save_to_pkl
+
+    save_to_pkl(tmp_path / "obj", {"a": [1, 2]})
+    assert (tmp_path / "obj.pkl").is_file()
+    with pytest.raises(ValueError, match="allow_pickle=True"):
+        load_from_pkl(tmp_path / "obj")
+    assert load_from_pkl(tmp_path / "obj", allow_pickle=True) == {"a": [1, 2]}
