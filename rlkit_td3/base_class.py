@@ -27,7 +27,7 @@ from rlkit_td3.noise import draw_noise, fit_noise_to_envs
 from rlkit_td3.policies import TD3Policy, get_policy_class
 from rlkit_td3.policies.td3_policy import python_scalars
 from rlkit_td3.schedules import ScheduleLike, as_schedule
-from rlkit_td3.serialization import spaces_equal
+from rlkit_td3.serialization import require_bool, spaces_equal
 from rlkit_td3.utils import _check_int, _latest_run_id, get_device
 from rlkit_td3.vec_env.base_vec_env import VecEnv
 from rlkit_td3.vec_env.gymnasium_bridge import GymnasiumVecEnv
@@ -169,16 +169,23 @@ class BaseAlgorithm:
         """The `VecNormalize` wrapper of the training env, if it has one (as in Stable-Baselines3)."""
         return find_vec_normalize(self.get_env())
 
-    def set_env(self, env: gym.Env | VectorEnv | str) -> None:
+    def set_env(self, env: gym.Env | VectorEnv | str, force_reset: bool = True) -> None:
         """Replace the training env; its spaces and number of envs must match the model's.
 
         The env may have fewer envs than the replay buffer was built for, not more. The exploration noise
         follows the new number of envs: a `VectorizedActionNoise` keeps the copies
         of the envs that remain and gets fresh ones for added envs; a single-env noise is vectorized.
 
+        Args:
+            env: the new env.
+            force_reset: SB3's argument (a real ``bool``), accepted: the new env is always reset before the
+                model's next step, since the model cannot know the state it is in.
+
         Raises:
             ValueError: the spaces differ, or the env has more envs than the replay buffer was built for.
+            TypeError: ``force_reset`` is not a bool.
         """
+        require_bool("force_reset", force_reset)
         vec = as_training_env(env)
         self._check_env_matches(vec)
         self._set_env_and_spaces(vec)

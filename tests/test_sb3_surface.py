@@ -391,3 +391,22 @@ def test_pickles_load_only_with_allow_pickle(tmp_path):
     with pytest.raises(ValueError, match="allow_pickle=True"):
         load_from_pkl(tmp_path / "obj")
     assert load_from_pkl(tmp_path / "obj", allow_pickle=True) == {"a": [1, 2]}
+
+
+def test_set_env_takes_force_reset():
+    model = TD3("MlpPolicy", "Pendulum-v1", learning_starts=5, batch_size=4, seed=0)
+    model.learn(10)
+    model.set_env(gym.make("Pendulum-v1"), force_reset=False)
+    assert model._last_obs is None  # the new env is reset before the next step either way
+    model.learn(5, reset_num_timesteps=False)
+    assert model.num_timesteps == 15
+    with pytest.raises(TypeError, match="force_reset"):
+        model.set_env(gym.make("Pendulum-v1"), force_reset="no")
+
+
+def test_load_ignores_custom_objects_keys_the_file_lacks(tmp_path):
+    model = TD3("MlpPolicy", "Pendulum-v1", policy_kwargs={"net_arch": [8]}, seed=0)
+    model.save(tmp_path / "m")
+    with pytest.warns(UserWarning, match=r"\['dummy'\] name no entry"):
+        loaded = TD3.load(tmp_path / "m", custom_objects={"learning_rate": 2e-5, "dummy": 1.0})
+    assert loaded.learning_rate(1.0) == 2e-5
