@@ -317,7 +317,8 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         """Train for ``total_timesteps`` env steps (counted over all envs) and return ``self``.
 
         Args:
-            total_timesteps: env steps to collect in this call.
+            total_timesteps: env steps to collect in this call (an integral float such as ``1e5`` is accepted, as
+                in SB3).
             callback: a callback, a list of them, or a function ``f(locals, globals) -> bool``.
             log_interval: write the logger (stdout table, TensorBoard, ...) every this many episodes; ``None``
                 never (as in SB3: log by timesteps with `LogEveryNTimesteps`).
@@ -332,7 +333,7 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         (``torch_num_threads``; set that attribute to ``None`` to keep yours): ``learn`` sets it at the start and
         puts the caller's setting back at the end, even on exceptions.
         """
-        total_timesteps = _check_int("total_timesteps", total_timesteps, 1)
+        total_timesteps = _check_int("total_timesteps", total_timesteps, 1, integral_float=True)
         if log_interval is not None:
             log_interval = _check_int("log_interval", log_interval, 1)
         if tb_log_name is None:

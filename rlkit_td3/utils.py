@@ -307,7 +307,9 @@ def _latest_run_id(folder: Path, name: str) -> int:
     return max(ids)
 
 
-def _check_int(name: str, value: Any, minimum: int) -> int:
+def _check_int(name: str, value: Any, minimum: int, integral_float: bool = False) -> int:
+    if integral_float and isinstance(value, (float, np.floating)) and float(value).is_integer():
+        value = int(value)  # e.g. learn(1e5), as SB3 accepts
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{name} must be an int, got {value!r}")
     if value < minimum:

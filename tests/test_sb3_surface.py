@@ -410,3 +410,16 @@ def test_load_ignores_custom_objects_keys_the_file_lacks(tmp_path):
     with pytest.warns(UserWarning, match=r"\['dummy'\] name no entry"):
         loaded = TD3.load(tmp_path / "m", custom_objects={"learning_rate": 2e-5, "dummy": 1.0})
     assert loaded.learning_rate(1.0) == 2e-5
+
+
+def test_integral_floats_where_sb3_takes_them(tmp_path):
+    from rlkit_td3.results_plotter import X_TIMESTEPS, plot_results
+
+    model = TD3("MlpPolicy", Monitor(gym.make("Pendulum-v1"), str(tmp_path)), learning_starts=5, batch_size=4)
+    model.learn(2e2)
+    assert model.num_timesteps == 200
+    with pytest.raises(TypeError, match="total_timesteps"):
+        model.learn(2.5)
+    plot_results([str(tmp_path)], 1e5, X_TIMESTEPS, "Pendulum")
+    with pytest.raises(ValueError, match="num_timesteps"):
+        plot_results([str(tmp_path)], 1.5, X_TIMESTEPS, "Pendulum")
