@@ -423,3 +423,23 @@ def test_integral_floats_where_sb3_takes_them(tmp_path):
     plot_results([str(tmp_path)], 1e5, X_TIMESTEPS, "Pendulum")
     with pytest.raises(ValueError, match="num_timesteps"):
         plot_results([str(tmp_path)], 1.5, X_TIMESTEPS, "Pendulum")
+
+
+def test_rmsprop_tf_like_matches_tensorflow_formula():
+    from rlkit_td3.sb2_compat import RMSpropTFLike
+
+    param = torch.nn.Parameter(torch.tensor([1.0, -2.0], dtype=torch.float64))
+    opt = RMSpropTFLike([param], lr=0.1, alpha=0.9, eps=1e-3)
+    (param**2).sum().backward()
+    opt.step()
+    grad = torch.tensor([2.0, -4.0], dtype=torch.float64)
+    square_avg = 0.9 * 1.0 + 0.1 * grad**2  # the average starts at one, eps inside the square root
+    expected = torch.tensor([1.0, -2.0], dtype=torch.float64) - 0.1 * grad / torch.sqrt(square_avg + 1e-3)
+    torch.testing.assert_close(param.detach(), expected, rtol=0, atol=1e-15)
+    with pytest.raises(ValueError, match="Invalid learning rate"):
+        RMSpropTFLike([param], lr=-1.0)
+    model = TD3(
+        "MlpPolicy", "Pendulum-v1", learning_starts=5, batch_size=4, policy_kwargs={"optimizer_class": RMSpropTFLike}
+    )
+    model.learn(10)
+    assert isinstance(model.policy.actor_optimizer, RMSpropTFLike)
