@@ -443,3 +443,9 @@ def test_rmsprop_tf_like_matches_tensorflow_formula():
     )
     model.learn(10)
     assert isinstance(model.policy.actor_optimizer, RMSpropTFLike)
+
+
+def test_constant_learning_rate_equals_its_number():
+    model = TD3("MlpPolicy", "Pendulum-v1", learning_rate=2e-5)
+    assert model.learning_rate == 2e-5 and model.learning_rate != 3e-5 and model.learning_rate(0.5) == 2e-5
+    assert {model.learning_rate: 1}[2e-5] == 1
