@@ -27,7 +27,7 @@ from rlkit_td3.noise import draw_noise, fit_noise_to_envs
 from rlkit_td3.policies import TD3Policy, get_policy_class
 from rlkit_td3.policies.td3_policy import python_scalars
 from rlkit_td3.schedules import ScheduleLike, as_schedule
-from rlkit_td3.serialization import spaces_equal
+from rlkit_td3.serialization import require_bool, spaces_equal
 from rlkit_td3.utils import _check_int, _latest_run_id, get_device
 from rlkit_td3.vec_env.base_vec_env import VecEnv
 from rlkit_td3.vec_env.gymnasium_bridge import GymnasiumVecEnv
@@ -171,16 +171,23 @@ class BaseAlgorithm:
         """The `VecNormalize` wrapper of the training env, if it has one (as in Stable-Baselines3)."""
         return find_vec_normalize(self.get_env())
 
-    def set_env(self, env: gym.Env | VectorEnv | str) -> None:
+    def set_env(self, env: gym.Env | VectorEnv | str, force_reset: bool = True) -> None:
         """Replace the training env; its spaces and number of envs must match the model's.
 
         The env may have fewer envs than the replay buffer was built for, not more. The exploration noise
         follows the new number of envs: a `VectorizedActionNoise` keeps the copies
         of the envs that remain and gets fresh ones for added envs; a single-env noise is vectorized.
 
+        Args:
+            env: the new env.
+            force_reset: SB3's argument (a real ``bool``), accepted: the new env is always reset before the
+                model's next step, since the model cannot know the state it is in.
+
         Raises:
             ValueError: the spaces differ, or the env has more envs than the replay buffer was built for.
+            TypeError: ``force_reset`` is not a bool.
         """
+        require_bool("force_reset", force_reset)
         vec = as_training_env(env)
         self._check_env_matches(vec)
         self._set_env_and_spaces(vec)
@@ -253,6 +260,14 @@ class BaseAlgorithm:
         log.record("time/fps", int((self.num_timesteps - self._learn_start_timesteps) / elapsed))
         log.record("time/time_elapsed", int(elapsed), exclude="tensorboard")
         log.record("time/total_timesteps", self.num_timesteps, exclude="tensorboard")
+        self._record_train_values()
+        self._reset_loss_stats()
+        log.dump(self.num_timesteps)
+
+    def _record_train_values(self) -> None:
+        """Record the ``train/*`` keys: the mean losses since the last dump, the update count and the learning
+        rate. Called at each dump and at the end of ``learn`` (SB3 records them at every ``train`` call)."""
+        log = self.logger
         if self._n_critic_losses or self._n_actor_losses:
             critic_sum, actor_sum = torch.stack([self._critic_loss_sum, self._actor_loss_sum]).tolist()
             if self._n_critic_losses:
@@ -262,8 +277,6 @@ class BaseAlgorithm:
         log.record("train/n_updates", self._n_updates, exclude="tensorboard")
         # the rate in use, read back: a schedule with state then sees the same calls whatever is logged
         log.record("train/learning_rate", self.policy.actor_optimizer.param_groups[0]["lr"])
-        self._reset_loss_stats()
-        log.dump(self.num_timesteps)
 
     # ------------------------------------------------------------------ acting
     def predict(
@@ -299,6 +312,8 @@ class BaseAlgorithm:
             if not single and obs.shape[1:] != obs_shape:
                 raise ValueError(f"observation has shape {obs.shape}; expected {obs_shape} or (batch, *{obs_shape})")
             batch = obs.reshape(-1, *obs_shape)
+        if self.policy.actor.training:  # batch norm and dropout act in evaluation mode, as in SB3
+            self.policy.set_training_mode(False)
         actions = self.policy.actor_numpy(batch)
         if not deterministic and self.action_noise is not None:
             actions = np.clip(

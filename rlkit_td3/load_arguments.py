@@ -11,6 +11,7 @@ import inspect
 import os
 import platform
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -61,16 +62,27 @@ def check_load_overrides(cls: type, overrides: dict[str, Any]) -> None:
 
 
 def check_custom_objects(cls: type, custom_objects: Any) -> dict[str, Any]:
-    """``load``'s ``custom_objects``: a dict of known entries, classes of the right kind; returns a copy."""
+    """``load``'s ``custom_objects``: a copy holding its known entries, each checked (classes of the right kind).
+
+    A key that names no entry of a model file is left out with a ``UserWarning`` (SB3 ignores such keys; its
+    recipe for loading across versions passes keys a file may lack).
+    """
     if custom_objects is None:
         return {}
     if not isinstance(custom_objects, dict):
         raise TypeError(f"custom_objects must be a dict or None, got {custom_objects!r}")
     classes = _custom_classes()
     allowed = _overridable(cls) | set(classes) | {"optimizer_kwargs"}
+    unknown = sorted(str(key) for key in custom_objects if key not in allowed)
+    if unknown:
+        warnings.warn(
+            f"custom_objects keys {unknown} name no entry of a {cls.__name__} file and are ignored; "
+            f"known: {sorted(allowed)}",
+            UserWarning,
+            stacklevel=4,
+        )
+    custom_objects = {key: value for key, value in custom_objects.items() if key in allowed}
     for key, value in custom_objects.items():
-        if key not in allowed:
-            raise ValueError(f"custom_objects has unknown key {key!r}; allowed: {sorted(allowed)}")
         base = classes.get(key)
         if base is not None and not (isinstance(value, type) and issubclass(value, base)):
             raise TypeError(f"custom_objects[{key!r}] must be a {base.__name__} subclass, got {value!r}")

@@ -42,6 +42,14 @@ if TYPE_CHECKING:
 FORMATS = ("stdout", "log", "csv", "json", "tensorboard")
 """The writer names `configure()` accepts."""
 
+# Message levels of `Logger.log()` (values as in stable_baselines3.common.logger)
+DEBUG = 10
+INFO = 20
+WARN = 30
+ERROR = 40
+DISABLED = 50
+"""At this level `Logger.dump()` and `Logger.log()` write nothing."""
+
 
 def _to_python(value: Any) -> Any:
     """numpy / torch scalars → Python numbers, so every writer sees plain values."""
@@ -191,8 +199,19 @@ class FormatUnsupportedError(NotImplementedError):
         self.key = key
 
 
+def _excluded_names(excluded: str | Sequence[str] | None) -> tuple[str, ...]:
+    """One key's exclusions as a tuple of format names (a single name may be given as a string)."""
+    if excluded is None:
+        return ()
+    return (excluded,) if isinstance(excluded, str) else tuple(excluded)
+
+
 class KVWriter:
-    """A destination for logged rows. Subclasses implement `write()` (and `close()` if they hold files)."""
+    """A destination for logged rows. Subclasses implement `write()` (and `close()` if they hold files).
+
+    ``write(key_values, key_excluded, step)`` has Stable-Baselines3's signature: ``key_excluded`` maps keys
+    to the format names that skip them (`kept()` applies it for this writer's name).
+    """
 
     name = ""
     """The format name, used by ``Logger.record(..., exclude=...)``."""
@@ -201,9 +220,34 @@ class KVWriter:
     """Which of `Image`, `Figure`, `Video`, `HParam` the writer shows; the others
     make `check_supported()` raise."""
 
-    def write(self, values: dict[str, Any], step: int) -> None:
-        """Write one row of ``key -> value`` at ``step`` (the total timesteps)."""
+    def write(
+        self,
+        key_values: Mapping[str, Any],
+        key_excluded: Mapping[str, str | Sequence[str] | None] | None = None,
+        step: int = 0,
+    ) -> None:
+        """Write one row of ``key -> value`` at ``step`` (the total timesteps), leaving out the keys that
+        ``key_excluded`` excludes from this format."""
         raise NotImplementedError
+
+    def kept(
+        self, key_values: Mapping[str, Any], key_excluded: Mapping[str, str | Sequence[str] | None] | None
+    ) -> dict[str, Any]:
+        """``key_values`` without the keys ``key_excluded`` excludes from this writer. As in SB3, ``"stdout"``
+        and ``"log"`` each exclude both text tables.
+
+        Raises:
+            TypeError: ``key_excluded`` is not a mapping (e.g. a step given in its place).
+        """
+        if key_excluded is None:
+            return dict(key_values)
+        if not isinstance(key_excluded, Mapping):
+            raise TypeError(
+                f"key_excluded must map keys to excluded format names (write(key_values, key_excluded, step)), "
+                f"got {key_excluded!r}"
+            )
+        names = {"stdout", "log"} if self.name in ("stdout", "log") else {self.name}
+        return {k: v for k, v in key_values.items() if not names.intersection(_excluded_names(key_excluded.get(k)))}
 
     def check_supported(self, values: dict[str, Any]) -> None:
         """Raise `FormatUnsupportedError` if ``values`` holds a value type this writer cannot show.
@@ -220,55 +264,98 @@ class KVWriter:
         """Release files; the default has none."""
 
 
-class HumanOutputFormat(KVWriter):
+class SeqWriter:
+    """A destination for the text lines of `Logger.log()` (SB3's ``SeqWriter``)."""
+
+    def write_sequence(self, sequence: Sequence[str]) -> None:
+        """Write the strings on one line, separated by spaces."""
+        raise NotImplementedError
+
+
+class HumanOutputFormat(KVWriter, SeqWriter):
     """Prints each dump as an aligned two-column table, keys grouped by their ``prefix/`` like SB3's stdout log.
 
     Args:
-        stream: where to write; ``None`` means the current ``sys.stdout`` at each write. A file path here
-            means ``path=`` (SB3's ``HumanOutputFormat(filename_or_file)``).
+        stream: where to write (any object with ``write``); ``None`` means the current ``sys.stdout`` at each
+            write. A file path here means ``path=`` (SB3's ``HumanOutputFormat(filename_or_file)``).
+        max_length: keys and values longer than this are cut to it, ending in ``"..."`` (SB3's default, 36,
+            keeps the table within 79 columns). Settable later as the attribute ``max_length``.
         path: write to this file instead (the ``"log"`` format, ``log.txt``).
+
+    Raises:
+        ValueError: two files given, or ``max_length`` is not an integer >= 4.
     """
 
     name = "stdout"
 
     def __init__(
-        self, stream: TextIO | str | os.PathLike[str] | None = None, path: str | os.PathLike[str] | None = None
+        self,
+        stream: TextIO | str | os.PathLike[str] | None = None,
+        max_length: int = 36,
+        path: str | os.PathLike[str] | None = None,
     ) -> None:
+        if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 4:
+            raise ValueError(f"HumanOutputFormat max_length must be an integer >= 4, got {max_length!r}")
         if isinstance(stream, (str, os.PathLike)):
             if path is not None:
                 raise ValueError(f"HumanOutputFormat got two files: stream={stream!r} and path={path!r}")
             stream, path = None, stream
         self.stream = stream
+        self.max_length = max_length
         self._file: TextIO | None = None
         if path is not None:
             self.name = "log"
             self._file = open(path, "a")  # noqa: SIM115 - closed in close()
 
-    def write(self, values: dict[str, Any], step: int) -> None:
+    def _cut(self, text: str) -> str:
+        return text if len(text) <= self.max_length else text[: self.max_length - 3] + "..."
+
+    def write(
+        self,
+        key_values: Mapping[str, Any],
+        key_excluded: Mapping[str, str | Sequence[str] | None] | None = None,
+        step: int = 0,
+    ) -> None:
+        """Write the row as a table.
+
+        Raises:
+            FormatUnsupportedError: the row holds an `Image`, `Figure`, `Video` or `HParam`.
+            ValueError: two keys of one group are the same once cut to ``max_length``.
+        """
+        values = self.kept(key_values, key_excluded)
         self.check_supported(values)
-        stream = self._file or self.stream or sys.stdout
-        rows: list[tuple[str, str]] = []
+        rows: dict[tuple[str, str], str] = {}
         last_group = None
         for key in sorted(values):
             val = values[key]
-            if isinstance(val, float):
-                text = f"{val:<8.3g}"
-            elif isinstance(val, (str, Number)):
-                text = str(val)
-            else:
-                continue  # images, histograms...: not for a text table
+            text = f"{val:<8.3g}" if isinstance(val, float) else str(val)
             group, _, leaf = key.rpartition("/")
             if group and group != last_group:
-                rows.append((f"{group}/", ""))
+                rows[(f"{group}/", "")] = ""
                 last_group = group
-            rows.append((f"    {leaf}" if group else key, text[:40]))
+            shown = self._cut(f"   {leaf}" if group else key)
+            if (group, shown) in rows:
+                raise ValueError(
+                    f"Key '{key}' truncated to '{shown}' that already exists. Consider increasing `max_length` "
+                    f"(now {self.max_length})."
+                )
+            rows[(group, shown)] = self._cut(" ".join(text.split()) if isinstance(val, str) else text)
         if not rows:
             return
-        width_k = max(len(k) for k, _ in rows)
-        width_v = max(len(v) for _, v in rows)
+        lines_kv = [(shown or group, text) for (group, shown), text in rows.items()]
+        width_k = max(len(k) for k, _ in lines_kv)
+        width_v = max(len(v) for _, v in lines_kv)
         line = "-" * (width_k + width_v + 7)
-        lines = [line, *(f"| {k:<{width_k}} | {v:<{width_v}} |" for k, v in rows), line]
-        stream.write("\n".join(lines) + "\n")
+        lines = [line, *(f"| {k:<{width_k}} | {v:<{width_v}} |" for k, v in lines_kv), line]
+        self._emit("\n".join(lines) + "\n")
+
+    def write_sequence(self, sequence: Sequence[str]) -> None:
+        """Write the strings on one line, separated by spaces (what `Logger.log()` prints)."""
+        self._emit(" ".join(sequence) + "\n")
+
+    def _emit(self, text: str) -> None:
+        stream = self._file or self.stream or sys.stdout
+        stream.write(text)
         stream.flush()
 
     def close(self) -> None:
@@ -287,7 +374,13 @@ class CSVOutputFormat(KVWriter):
         self.keys: list[str] = []
         self.rows: list[dict[str, Any]] = []
 
-    def write(self, values: dict[str, Any], step: int) -> None:
+    def write(
+        self,
+        key_values: Mapping[str, Any],
+        key_excluded: Mapping[str, str | Sequence[str] | None] | None = None,
+        step: int = 0,
+    ) -> None:
+        values = self.kept(key_values, key_excluded)
         self.check_supported(values)
         values = {k: v for k, v in values.items() if isinstance(v, (str, Number))}
         new_keys = sorted(k for k in values if k not in self.keys)
@@ -314,7 +407,13 @@ class JSONOutputFormat(KVWriter):
         self.path = Path(path)
         self._file: TextIO | None = open(self.path, "a")  # noqa: SIM115 - closed in close()
 
-    def write(self, values: dict[str, Any], step: int) -> None:
+    def write(
+        self,
+        key_values: Mapping[str, Any],
+        key_excluded: Mapping[str, str | Sequence[str] | None] | None = None,
+        step: int = 0,
+    ) -> None:
+        values = self.kept(key_values, key_excluded)
         self.check_supported(values)
         row = {}
         for key, val in values.items():
@@ -395,10 +494,15 @@ class TensorBoardOutputFormat(KVWriter):
             ) from exc
         self.writer = SummaryWriter(log_dir=str(folder))
 
-    def write(self, values: dict[str, Any], step: int) -> None:
+    def write(
+        self,
+        key_values: Mapping[str, Any],
+        key_excluded: Mapping[str, str | Sequence[str] | None] | None = None,
+        step: int = 0,
+    ) -> None:
         import torch  # already loaded by torch.utils.tensorboard
 
-        for key, val in values.items():
+        for key, val in self.kept(key_values, key_excluded).items():
             if isinstance(val, Number) and not isinstance(val, bool):
                 self.writer.add_scalar(key, val, step)
             elif isinstance(val, str):
@@ -448,11 +552,15 @@ class Logger:
         if output_formats is not None and writers is not None:
             raise TypeError("Logger takes output_formats or writers (the same list), not both")
         self.folder = None if folder is None else Path(folder)
+        self.dir: str | None = None if folder is None else os.fspath(folder)
+        """The folder as given, a string (SB3's attribute)."""
         self.output_formats: list[KVWriter] = list(output_formats if output_formats is not None else writers or ())
-        self.name_to_value: dict[str, Any] = {}
+        self.name_to_value: dict[str, Any] = defaultdict(float)
+        """The values recorded since the last dump (a `record_mean` key holds its running mean)."""
+        self.name_to_count: dict[str, int] = defaultdict(int)
         self.name_to_excluded: dict[str, tuple[str, ...]] = {}
-        self._sums: dict[str, float] = defaultdict(float)
-        self._counts: dict[str, int] = defaultdict(int)
+        self.level = INFO
+        """`log()` writes messages at this level or above; `DISABLED` also silences `dump()`."""
 
     @property
     def writers(self) -> list[KVWriter]:
@@ -476,10 +584,14 @@ class Logger:
         self.name_to_value[key] = _to_python(value)
         self.name_to_excluded[key] = (exclude,) if isinstance(exclude, str) else tuple(exclude or ())
 
-    def record_mean(self, key: str, value: float, exclude: str | Sequence[str] | None = None) -> None:
-        """Add ``value`` to a running mean of ``key``, reported at the next dump."""
-        self._sums[key] += float(_to_python(value))
-        self._counts[key] += 1
+    def record_mean(self, key: str, value: float | None, exclude: str | Sequence[str] | None = None) -> None:
+        """Add ``value`` to a running mean of ``key``, reported at the next dump (``None`` is ignored, as in SB3)."""
+        if value is None:
+            return
+        count = self.name_to_count[key]
+        mean = self.name_to_value[key] if count else 0.0
+        self.name_to_value[key] = mean + (float(_to_python(value)) - mean) / (count + 1)
+        self.name_to_count[key] = count + 1
         self.name_to_excluded[key] = (exclude,) if isinstance(exclude, str) else tuple(exclude or ())
 
     def dump(self, step: int = 0) -> None:
@@ -488,25 +600,49 @@ class Logger:
         Args:
             step: the x-axis value of the row (total timesteps).
         """
-        values = dict(self.name_to_value)
-        values.update({k: self._sums[k] / self._counts[k] for k in self._sums})
-        rows = []
+        if self.level == DISABLED:
+            return
+        values, excluded = dict(self.name_to_value), dict(self.name_to_excluded)
         for writer in self.output_formats:
-            # SB3's text table skips a key excluded from either "stdout" or "log".
-            names = {"stdout", "log"} if writer.name in ("stdout", "log") else {writer.name}
-            row = {k: v for k, v in values.items() if not names.intersection(self.name_to_excluded.get(k, ()))}
-            writer.check_supported(row)  # every writer before the first write: the row goes everywhere or nowhere
-            rows.append(row)
-        for writer, row in zip(self.output_formats, rows):
-            writer.write(row, step)
+            # every writer before the first write: the row goes everywhere or nowhere
+            writer.check_supported(writer.kept(values, excluded))
+        for writer in self.output_formats:
+            writer.write(values, excluded, step)
         self.name_to_value.clear()
+        self.name_to_count.clear()
         self.name_to_excluded.clear()
-        self._sums.clear()
-        self._counts.clear()
 
-    def get_dir(self) -> Path | None:
-        """The folder of the file writers, or ``None``."""
-        return self.folder
+    def log(self, *args: Any, level: int = INFO) -> None:
+        """Write ``args`` (as ``str``, space-separated) on one line of the text writers (stdout, ``log.txt``)
+        if ``level`` is at least the logger's `level`."""
+        if self.level <= level:
+            for writer in self.output_formats:
+                if isinstance(writer, SeqWriter):
+                    writer.write_sequence([str(arg) for arg in args])
+
+    def debug(self, *args: Any) -> None:
+        """`log()` at level `DEBUG`."""
+        self.log(*args, level=DEBUG)
+
+    def info(self, *args: Any) -> None:
+        """`log()` at level `INFO`."""
+        self.log(*args, level=INFO)
+
+    def warn(self, *args: Any) -> None:
+        """`log()` at level `WARN`."""
+        self.log(*args, level=WARN)
+
+    def error(self, *args: Any) -> None:
+        """`log()` at level `ERROR`."""
+        self.log(*args, level=ERROR)
+
+    def set_level(self, level: int) -> None:
+        """Set `level` (`DEBUG`, `INFO`, `WARN`, `ERROR` or `DISABLED`)."""
+        self.level = level
+
+    def get_dir(self) -> str | None:
+        """The folder of the file writers as a string (as in SB3), or ``None``."""
+        return self.dir
 
     def close(self) -> None:
         """Close every writer's files."""
@@ -514,20 +650,50 @@ class Logger:
             writer.close()
 
 
+def make_output_format(_format: str, log_dir: str | os.PathLike[str], log_suffix: str = "") -> KVWriter:
+    """One writer, by its format name (SB3's function): ``"stdout"``, or a file in ``log_dir`` (created if
+    missing): ``"log"`` (``log<suffix>.txt``), ``"json"`` (``progress<suffix>.json``), ``"csv"``
+    (``progress<suffix>.csv``) or ``"tensorboard"`` (event files).
+
+    Raises:
+        ValueError: an unknown format.
+    """
+    if _format not in FORMATS:
+        raise ValueError(f"Unknown format specified: {_format!r}; allowed: {', '.join(FORMATS)}")
+    if _format == "stdout":
+        return HumanOutputFormat()
+    folder = Path(log_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    if _format == "log":
+        return HumanOutputFormat(path=folder / f"log{log_suffix}.txt")
+    if _format == "json":
+        return JSONOutputFormat(folder / f"progress{log_suffix}.json")
+    if _format == "csv":
+        return CSVOutputFormat(folder / f"progress{log_suffix}.csv")
+    return TensorBoardOutputFormat(folder)
+
+
 def configure(folder: str | os.PathLike[str] | None = None, format_strings: Sequence[str] | None = None) -> Logger:
     """Build a logger, e.g. ``configure("logs/run1", ["stdout", "csv", "tensorboard"])``.
 
     Args:
-        folder: where file writers write; created if missing. Never a temporary directory: without a
-            folder only ``"stdout"`` is allowed.
+        folder: where file writers write; created if missing. ``None`` means ``$SB3_LOGDIR`` if set (as in
+            SB3), else none. Never a temporary directory: without a folder only ``"stdout"`` is allowed.
         format_strings: writers among ``"stdout"``, ``"log"``, ``"csv"``, ``"json"``, ``"tensorboard"``;
-            ``None`` means ``["stdout"]``, ``[]`` a logger that writes nothing.
+            ``[]`` means a logger that writes nothing. ``None`` means ``$SB3_LOG_FORMAT`` (comma-separated) if
+            set, else ``["stdout", "log", "csv"]`` with a folder (SB3's default) and ``["stdout"]`` without.
 
     Raises:
         ValueError: an unknown format, or a file format without ``folder``.
         ImportError: ``"tensorboard"`` without the tensorboard package.
     """
-    formats = list(format_strings) if format_strings is not None else ["stdout"]
+    if folder is None:
+        folder = os.environ.get("SB3_LOGDIR") or None
+    if format_strings is None and os.environ.get("SB3_LOG_FORMAT"):
+        format_strings = os.environ["SB3_LOG_FORMAT"].split(",")
+    if format_strings is None:
+        format_strings = ["stdout"] if folder is None else ["stdout", "log", "csv"]
+    formats = [fmt for fmt in format_strings if fmt]
     for fmt in formats:
         if fmt not in FORMATS:
             raise ValueError(f"format_strings has unknown format {fmt!r}; allowed: {', '.join(FORMATS)}")
@@ -552,7 +718,12 @@ def configure(folder: str | os.PathLike[str] | None = None, format_strings: Sequ
 
 
 __all__ = [
+    "DEBUG",
+    "DISABLED",
+    "ERROR",
     "FORMATS",
+    "INFO",
+    "WARN",
     "CSVOutputFormat",
     "Figure",
     "FormatUnsupportedError",
@@ -562,7 +733,9 @@ __all__ = [
     "JSONOutputFormat",
     "KVWriter",
     "Logger",
+    "SeqWriter",
     "TensorBoardOutputFormat",
     "Video",
     "configure",
+    "make_output_format",
 ]

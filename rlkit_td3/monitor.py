@@ -27,31 +27,50 @@ X_AXES = ("timesteps", "episodes", "walltime_hrs")
 """The x axes `plot_results()` accepts."""
 
 
+class LoadMonitorResultsError(FileNotFoundError):
+    """`load_results()` found no monitor file (SB3's exception; here also a ``FileNotFoundError``)."""
+
+
 class Monitor(gym.Wrapper):
     """Records each episode's return, length and wall time; optionally appends them to ``monitor.csv``.
 
     At the end of an episode the step's ``info`` gets ``info["episode"] = {"r": return, "l": length,
-    "t": seconds since the wrapper was made}`` (plus the ``info_keywords`` values in the CSV row).
+    "t": seconds since the wrapper was made}``, plus the ``reset_keywords`` and ``info_keywords`` values, which
+    are also the CSV row's extra columns. The signature is Stable-Baselines3's.
 
     Args:
         env: the env to wrap.
         filename: ``None`` (no file), a folder (the file is ``<folder>/monitor.csv``) or a path prefix
             (``"logs/run"`` → ``logs/run.monitor.csv``).
+        allow_early_resets: allow ``reset()`` before the episode ends; if False such a reset raises
+            ``RuntimeError``.
+        reset_keywords: keyword arguments every ``reset()`` must get; their values are recorded per episode.
         info_keywords: keys of the final step's ``info`` to add as CSV columns.
         override_existing: start a new file (True) or append to an existing one (False).
+
+    Raises:
+        RuntimeError: (in ``step``) the episode ended and ``reset()`` was not called; (in ``reset``) an early
+            reset with ``allow_early_resets=False``.
+        ValueError: (in ``reset``) a ``reset_keywords`` argument is missing.
     """
 
     def __init__(
         self,
         env: gym.Env,
         filename: str | os.PathLike[str] | None = None,
+        allow_early_resets: bool = True,
+        reset_keywords: Sequence[str] = (),
         info_keywords: Sequence[str] = (),
         override_existing: bool = True,
     ) -> None:
         override_existing = check_bool("override_existing", override_existing)
         super().__init__(env)
         self.t_start = time.time()
+        self.allow_early_resets = allow_early_resets
+        self.reset_keywords = tuple(reset_keywords)
         self.info_keywords = tuple(info_keywords)
+        self.needs_reset = True
+        self.current_reset_info: dict[str, Any] = {}
         self._file: TextIO | None = None
         self.path: Path | None = None
         if filename is not None:
@@ -60,7 +79,7 @@ class Monitor(gym.Wrapper):
             if override_existing or not self.path.exists():
                 env_id = env.spec.id if env.spec is not None else None
                 header = "#" + json.dumps({"t_start": self.t_start, "env_id": env_id}) + "\n"
-                header += ",".join(("r", "l", "t", *self.info_keywords)) + "\n"
+                header += ",".join(("r", "l", "t", *self.reset_keywords, *self.info_keywords)) + "\n"
                 with atomic_write(self.path) as fh:
                     fh.write(header.encode())
             self._file = open(self.path, "a")  # noqa: SIM115 - closed in close()
@@ -71,24 +90,38 @@ class Monitor(gym.Wrapper):
         self.total_steps = 0
 
     def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
+        if not self.allow_early_resets and not self.needs_reset:
+            raise RuntimeError(
+                "Tried to reset an environment before done. If you want to allow early resets, "
+                "wrap your env with Monitor(env, path, allow_early_resets=True)"
+            )
+        for key in self.reset_keywords:
+            if kwargs.get(key) is None:
+                raise ValueError(f"Expected you to pass keyword argument {key} into reset")
+            self.current_reset_info[key] = kwargs[key]
         self._rewards = []
+        self.needs_reset = False
         return self.env.reset(**kwargs)
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        if self.needs_reset:
+            raise RuntimeError("Tried to step environment that needs reset")
         obs, reward, terminated, truncated, info = self.env.step(action)
         self._rewards.append(float(reward))
         self.total_steps += 1
         if terminated or truncated:
+            self.needs_reset = True
             ep_return, ep_len = round(sum(self._rewards), 6), len(self._rewards)
             ep_time = round(time.time() - self.t_start, 6)
             info = dict(info)
-            info["episode"] = {"r": ep_return, "l": ep_len, "t": ep_time}
+            extra = {**self.current_reset_info, **{key: info.get(key, "") for key in self.info_keywords}}
+            info["episode"] = {"r": ep_return, "l": ep_len, "t": ep_time, **extra}
             self.episode_returns.append(ep_return)
             self.episode_lengths.append(ep_len)
             self.episode_times.append(ep_time)
             if self._file is not None:
-                extra = [str(info.get(key, "")) for key in self.info_keywords]
-                self._file.write(",".join([repr(ep_return), str(ep_len), repr(ep_time), *extra]) + "\n")
+                cells = [str(extra[key]) for key in (*self.reset_keywords, *self.info_keywords)]
+                self._file.write(",".join([repr(ep_return), str(ep_len), repr(ep_time), *cells]) + "\n")
                 self._file.flush()
             self._rewards = []
         return obs, reward, terminated, truncated, info
@@ -100,6 +133,10 @@ class Monitor(gym.Wrapper):
     def get_episode_lengths(self) -> list[int]:
         """Lengths of the finished episodes."""
         return list(self.episode_lengths)
+
+    def get_episode_times(self) -> list[float]:
+        """Wall times (seconds since the wrapper was made) at which the finished episodes ended."""
+        return list(self.episode_times)
 
     def get_total_steps(self) -> int:
         """Steps taken through this wrapper."""
@@ -130,24 +167,24 @@ def is_monitored(env: gym.Env) -> bool:
     return False
 
 
-def get_monitor_files(path: str | os.PathLike[str]) -> list[Path]:
-    """The ``*monitor.csv`` files in folder ``path``, sorted."""
-    return sorted(Path(path).glob(f"*{MONITOR_SUFFIX}"))
+def get_monitor_files(path: str | os.PathLike[str]) -> list[str]:
+    """The paths (strings, as in SB3) of the ``*monitor.csv`` files in folder ``path``, sorted."""
+    return sorted(str(file) for file in Path(path).glob(f"*{MONITOR_SUFFIX}"))
 
 
 def load_results(path: str | os.PathLike[str]) -> pd.DataFrame:
     """Read every ``*monitor.csv`` in folder ``path`` into one DataFrame sorted by wall time.
 
     Returns:
-        Columns ``r`` (return), ``l`` (length), ``t`` (seconds since the earliest file's start) and any
-        extra columns the files hold.
+        As SB3's: columns ``index`` (the row's number in its file), ``r`` (return), ``l`` (length), ``t``
+        (seconds since the earliest file's start) and any extra columns the files hold.
 
     Raises:
-        FileNotFoundError: the folder holds no monitor file.
+        LoadMonitorResultsError: the folder holds no monitor file (a ``FileNotFoundError``).
     """
     files = get_monitor_files(path)
     if not files:
-        raise FileNotFoundError(f"no file matching *{MONITOR_SUFFIX} in {str(path)!r}")
+        raise LoadMonitorResultsError(f"No monitor files of the form *{MONITOR_SUFFIX} found in {str(path)!r}")
     frames, starts = [], []
     for file in files:
         with open(file) as fh:
@@ -159,7 +196,8 @@ def load_results(path: str | os.PathLike[str]) -> pd.DataFrame:
         frame["t"] += header["t_start"]
         starts.append(header["t_start"])
         frames.append(frame)
-    data = pd.concat(frames).sort_values("t").reset_index(drop=True)
+    non_empty = [frame for frame in frames if not frame.empty] or frames[:1]  # pandas warns on empty frames
+    data = pd.concat(non_empty).sort_values("t").reset_index()
     data["t"] -= min(starts)
     return data
 
@@ -241,4 +279,13 @@ def plot_results(
     return out
 
 
-__all__ = ["X_AXES", "Monitor", "get_monitor_files", "is_monitored", "load_results", "plot_results", "ts2xy"]
+__all__ = [
+    "X_AXES",
+    "LoadMonitorResultsError",
+    "Monitor",
+    "get_monitor_files",
+    "is_monitored",
+    "load_results",
+    "plot_results",
+    "ts2xy",
+]

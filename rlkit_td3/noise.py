@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from rlkit_td3.serialization import ModelFileError
+from rlkit_td3.utils import ValueAssertionError
 from rlkit_td3.validators import _int, _number, check_numpy_rng_state
 
 
@@ -260,6 +261,8 @@ class VectorizedActionNoise(ActionNoise):
     """
 
     def __init__(self, base_noise: ActionNoise, n_envs: int, seed: int | None = None) -> None:
+        if base_noise is None:  # SB3 raises ValueError here, TypeError for other non-noises
+            raise ValueError("base_noise must be an ActionNoise, got None")
         if not isinstance(base_noise, ActionNoise):
             raise TypeError(f"base_noise must be an ActionNoise, got {type(base_noise).__name__}")
         if isinstance(base_noise, VectorizedActionNoise):
@@ -269,12 +272,37 @@ class VectorizedActionNoise(ActionNoise):
         super().__init__(seed)
         self.base_noise = base_noise
         self.n_envs = int(n_envs)
-        self.noises = [copy.deepcopy(base_noise) for _ in range(n_envs)]
+        self._noises = [copy.deepcopy(base_noise) for _ in range(n_envs)]
         self.seed(seed)
+
+    @property
+    def noises(self) -> list[ActionNoise]:
+        """The per-env copies. Assigning checks the new list: one noise per env, each of ``base_noise``'s type.
+
+        Raises:
+            TypeError: not a list or tuple.
+            ValueAssertionError: the wrong number of noises (a ``ValueError``; also an ``AssertionError``, as SB3
+                raises).
+            ValueError: an entry is not of ``base_noise``'s type.
+        """
+        return self._noises
+
+    @noises.setter
+    def noises(self, noises: list[ActionNoise]) -> None:
+        if not isinstance(noises, (list, tuple)):
+            raise TypeError(f"noises must be a list of ActionNoise, got {type(noises).__name__}")
+        if len(noises) != self.n_envs:
+            raise ValueAssertionError(f"noises must hold one noise per env ({self.n_envs}), got {len(noises)}")
+        wrong = [i for i, noise in enumerate(noises) if not isinstance(noise, type(self.base_noise))]
+        if wrong:
+            raise ValueError(
+                f"noises must all be of base_noise's type {type(self.base_noise).__name__}; entries {wrong} are not"
+            )
+        self._noises = list(noises)
 
     def seed(self, seed: int | None) -> None:
         children = np.random.SeedSequence(seed).spawn(self.n_envs) if seed is not None else [None] * self.n_envs
-        for noise, child in zip(self.noises, children):
+        for noise, child in zip(self._noises, children):
             noise.seed(None if child is None else int(child.generate_state(1)[0]))
 
     def reset(self, indices: Iterable[int] | None = None) -> None:
@@ -283,7 +311,7 @@ class VectorizedActionNoise(ActionNoise):
             self.noises[i].reset()
 
     def __call__(self) -> np.ndarray:
-        return np.stack([noise() for noise in self.noises])
+        return np.stack([noise() for noise in self._noises])
 
     def resized(self, n_envs: int, seed: int | None = None) -> VectorizedActionNoise:
         """A copy of this noise for ``n_envs`` envs (used when a model's env changes its number of envs).

@@ -48,6 +48,7 @@ from rlkit_td3.utils import (
     _check_int,
     _parse_train_freq,
     auto_num_threads,
+    get_parameters_by_name,
     warn_thread_oversubscription,
 )
 from rlkit_td3.vec_env.training_env import (
@@ -81,11 +82,12 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         learning_starts: number of warm-up steps (uniform random actions) before the actor acts and updates
             begin.
         batch_size: transitions per gradient step.
-        tau: Polyak coefficient of the target networks, in [0, 1] (0: the targets never move).
+        tau: Polyak coefficient of the target networks, in [0, 1] (0: the targets never move, as SB3 allows).
         gamma: discount factor, in [0, 1].
         train_freq: update every ``train_freq`` env steps (calls to ``env.step``), or a tuple
             ``(n, "step")`` / ``(n, "episode")``.
-        gradient_steps: gradient steps after each rollout; -1 means as many as transitions collected, 0 none.
+        gradient_steps: gradient steps after each rollout; -1 means as many as transitions collected, 0 none
+            (the model only collects, as in SB3).
         action_noise: exploration noise in normalised units. ``"default"`` (the default) is Gaussian with
             σ = 0.1; ``None`` turns exploration noise off.
         replay_buffer_class: a `ReplayBuffer` subclass (default ``ReplayBuffer``, or ``NStepReplayBuffer`` when
@@ -290,6 +292,12 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         self._actor_target_params = list(self.policy.actor_target.parameters())
         self._critic_params = list(self.policy.critic.parameters())
         self._critic_target_params = list(self.policy.critic_target.parameters())
+        # batch norm statistics, copied to the targets with each Polyak update (as in SB3); usually empty
+        self._norm_stats = get_parameters_by_name(self.policy.actor, ["running_"])
+        self._norm_stats += get_parameters_by_name(self.policy.critic, ["running_"])
+        self._target_norm_stats = get_parameters_by_name(self.policy.actor_target, ["running_"])
+        self._target_norm_stats += get_parameters_by_name(self.policy.critic_target, ["running_"])
+        self._mode_dependent = self.policy.mode_dependent()
         self._reset_loss_stats()
 
     def set_env(self, env: gym.Env | VectorEnv | str) -> None:
@@ -336,7 +344,8 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         """Train for ``total_timesteps`` env steps (counted over all envs) and return ``self``.
 
         Args:
-            total_timesteps: env steps to collect in this call.
+            total_timesteps: env steps to collect in this call (an integral float such as ``1e5`` is accepted, as
+                in SB3).
             callback: a callback, a list of them, or a function ``f(locals, globals) -> bool``.
             log_interval: write the logger (stdout table, TensorBoard, ...) every this many episodes; ``None``
                 never (as in SB3: log by timesteps with `LogEveryNTimesteps`).
@@ -353,7 +362,7 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         when other work keeps the CPUs busy) and kept for the rest of the run. A model loaded from a file trains
         at the count the file records (exact resume). ``None`` trains at the caller's setting.
         """
-        total_timesteps = _check_int("total_timesteps", total_timesteps, 1)
+        total_timesteps = _check_int("total_timesteps", total_timesteps, 1, integral_float=True)
         if log_interval is not None:
             log_interval = _check_int("log_interval", log_interval, 1)
         if tb_log_name is None:
@@ -387,6 +396,7 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         if self._last_obs is None:
             self._reset_env()
         self._setup_logger(tb_log_name, reset_num_timesteps)
+        self._mode_dependent = self.policy.mode_dependent()  # a layer may have been swapped since construction
         caller_threads = torch.get_num_threads()
         if isinstance(self.torch_num_threads, str) and self.torch_num_threads == "auto":
             # chosen once per model, so that a run (and its checkpoints) keeps one count throughout
@@ -408,6 +418,8 @@ class OffPolicyAlgorithm(BaseAlgorithm):
                     if gradient_steps > 0:
                         self.train(gradient_steps, self.batch_size)
 
+            if self._n_updates:
+                self._record_train_values()  # readable in logger.name_to_value after learn(), as in SB3
             callback.on_training_end()
         finally:
             torch.set_num_threads(caller_threads)
@@ -437,6 +449,8 @@ class OffPolicyAlgorithm(BaseAlgorithm):
             ``(continue_training, transitions_collected)``.
         """
         freq, unit = self.train_freq
+        if self.policy.actor.training:  # acting runs in evaluation mode (batch norm, dropout), as in SB3
+            self.policy.set_training_mode(False)
         if self._rollout is None:
             self._rollout = {"calls": 0, "episodes": 0, "collected": 0}
             callback.on_rollout_start()
@@ -632,6 +646,8 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         if isinstance(self.replay_buffer, PrioritizedReplayBuffer):
             self.replay_buffer.set_progress(1.0 - self._current_progress_remaining)  # anneals PER's beta
         fused = self._fused_update_for(batch_size)
+        if self._mode_dependent and not self.policy.actor.training:  # switched only where the mode matters
+            self.policy.set_training_mode(True)
         for _ in range(gradient_steps):
             self._n_updates += 1
             batch = self.policy.normalize_batch(self.replay_buffer.sample(batch_size))  # as-is without normalize_obs
@@ -719,3 +735,5 @@ class OffPolicyAlgorithm(BaseAlgorithm):
             with torch.no_grad():
                 torch._foreach_lerp_(self._critic_target_params, self._critic_params, self.tau)
                 torch._foreach_lerp_(self._actor_target_params, self._actor_params, self.tau)
+                if self._norm_stats:
+                    torch._foreach_copy_(self._target_norm_stats, self._norm_stats)

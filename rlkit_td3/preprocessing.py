@@ -111,4 +111,28 @@ def preprocess_obs(
     raise TypeError(f"observation_space {observation_space!r} is not supported by the policies")
 
 
-__all__ = ["get_flattened_obs_dim", "is_image_space", "is_image_space_channels_first", "preprocess_obs"]
+def get_obs_shape(observation_space: spaces.Space) -> tuple[int, ...] | dict[str, tuple[int, ...]]:
+    """The shape one observation is stored with (SB3's ``get_obs_shape``): a Box's or MultiBinary's shape,
+    ``(1,)`` for Discrete, ``(len(nvec),)`` for MultiDiscrete, and a dict of those for a Dict space.
+
+    Raises:
+        NotImplementedError: another space.
+    """
+    if isinstance(observation_space, (spaces.Box, spaces.MultiBinary)):
+        return tuple(observation_space.shape)
+    if isinstance(observation_space, spaces.Discrete):
+        return (1,)
+    if isinstance(observation_space, spaces.MultiDiscrete):
+        return (len(observation_space.nvec),)
+    if isinstance(observation_space, spaces.Dict):
+        return {key: get_obs_shape(space) for key, space in observation_space.spaces.items()}  # type: ignore[misc]
+    raise NotImplementedError(f"{observation_space} observation space is not supported")
+
+
+__all__ = [
+    "get_flattened_obs_dim",
+    "get_obs_shape",
+    "is_image_space",
+    "is_image_space_channels_first",
+    "preprocess_obs",
+]

@@ -160,7 +160,8 @@ def plot_results(
 
     Args:
         dirs: folders holding ``*monitor.csv`` files (a single folder is also accepted).
-        num_timesteps: only the episodes that end within this many timesteps; ``None`` for all.
+        num_timesteps: only the episodes that end within this many timesteps; ``None`` for all. An integral
+            float (``1e5``) is accepted, as in SB3.
         x_axis: `X_TIMESTEPS`, `X_EPISODES` or `X_WALLTIME`.
         task_name: the figure's name and title.
         figsize: the size in inches of a new figure.
@@ -170,6 +171,8 @@ def plot_results(
         FileNotFoundError: a folder holds no monitor file.
         ValueError: an unknown ``x_axis``, a bad ``window`` or a negative ``num_timesteps``.
     """
+    if isinstance(num_timesteps, (float, np.floating)) and float(num_timesteps).is_integer():
+        num_timesteps = int(num_timesteps)  # e.g. 1e5, as SB3's examples write it
     if num_timesteps is not None and (
         isinstance(num_timesteps, bool) or not isinstance(num_timesteps, (int, np.integer)) or num_timesteps < 0
     ):

@@ -56,11 +56,22 @@ def _real(name: str, value: Any) -> float:
     return float(value)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ConstantSchedule:
-    """Always returns ``value``."""
+    """Always returns ``value``. It compares equal to ``value`` itself, so that SB3 code checking
+    ``model.learning_rate == 3e-4`` holds for the constant schedule a number becomes."""
 
     value: float
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ConstantSchedule):
+            return self.value == other.value
+        if isinstance(other, (int, float, np.integer, np.floating)) and not isinstance(other, (bool, np.bool_)):
+            return self.value == float(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.value)  # equal to the number's hash, as equality requires
 
     def __post_init__(self) -> None:
         # a plain float, so that ``to_dict`` is JSON whatever number type was passed (np.float32 included)

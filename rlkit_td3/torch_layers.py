@@ -153,4 +153,55 @@ FEATURES_EXTRACTORS: dict[str, type[BaseFeaturesExtractor]] = {
 """The extractors a model or policy file may name (loaded without ``allow_pickle``); others need ``custom_objects``."""
 
 
-__all__ = ["FEATURES_EXTRACTORS", "BaseFeaturesExtractor", "CombinedExtractor", "FlattenExtractor", "NatureCNN"]
+def create_mlp(
+    input_dim: int,
+    output_dim: int,
+    net_arch: list[int],
+    activation_fn: type[nn.Module] = nn.ReLU,
+    squash_output: bool = False,
+    with_bias: bool = True,
+    pre_linear_modules: list[type[nn.Module]] | None = None,
+    post_linear_modules: list[type[nn.Module]] | None = None,
+) -> list[nn.Module]:
+    """The layers of an MLP, as a list for ``nn.Sequential(*layers)`` (SB3's ``create_mlp``, same arguments).
+
+    Each hidden layer is ``[pre modules] Linear [post modules] activation``; the output layer (if
+    ``output_dim > 0``) is ``[pre modules] Linear``, then ``Tanh`` if ``squash_output``.
+
+    Args:
+        input_dim: input features.
+        output_dim: output features; 0 for none (the last hidden layer is the output).
+        net_arch: the hidden layers' widths.
+        activation_fn: the activation class after each hidden layer.
+        squash_output: end with ``nn.Tanh()``.
+        with_bias: the linear layers have biases.
+        pre_linear_modules: module classes built with the layer's input width and put before each linear
+            layer (e.g. ``nn.BatchNorm1d``).
+        post_linear_modules: module classes built with the layer's output width and put after each hidden
+            linear layer (e.g. ``nn.LayerNorm``, ``nn.Dropout``... that take the width).
+    """
+    pre = pre_linear_modules or []
+    post = post_linear_modules or []
+    widths = [input_dim, *net_arch]
+    layers: list[nn.Module] = []
+    for n_in, n_out in zip(widths[:-1], widths[1:]):
+        layers += [module(n_in) for module in pre]
+        layers.append(nn.Linear(n_in, n_out, bias=with_bias))
+        layers += [module(n_out) for module in post]
+        layers.append(activation_fn())
+    if output_dim > 0:
+        layers += [module(widths[-1]) for module in pre]
+        layers.append(nn.Linear(widths[-1], output_dim, bias=with_bias))
+    if squash_output:
+        layers.append(nn.Tanh())
+    return layers
+
+
+__all__ = [
+    "FEATURES_EXTRACTORS",
+    "BaseFeaturesExtractor",
+    "CombinedExtractor",
+    "FlattenExtractor",
+    "NatureCNN",
+    "create_mlp",
+]

@@ -1,24 +1,31 @@
 """Small helpers with Stable-Baselines3's names (``stable_baselines3.common.utils``'s counterpart).
 
 Seeding, the device, Polyak averaging, schedule constructors, ``safe_mean``, the run-id lookup of the logger
-set-up, the argument validators the algorithms share, and the check of torch's thread count against the CPUs.
+set-up, SB3's small checks (``zip_strict``, ``check_shape_equal``, ``is_vectorized_observation``,
+``get_parameters_by_name``, ``get_system_info``), the argument validators the algorithms share, and the check of
+torch's thread count against the CPUs.
 """
 
 from __future__ import annotations
 
 import os
+import platform
 import random
 import time
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import cloudpickle
+import gymnasium as gym
 import numpy as np
 import torch
+from gymnasium import spaces
 
 from rlkit_td3.checks import check_bool, check_seed
 from rlkit_td3.schedules import ConstantSchedule, LinearSchedule, Schedule
+from rlkit_td3.version import __version__
 
 _TRAIN_FREQ_UNITS = ("step", "episode")
 
@@ -123,6 +130,11 @@ def warn_thread_oversubscription(stacklevel: int = 3) -> None:
     )
 
 
+class ValueAssertionError(ValueError, AssertionError):
+    """A bad argument: a ``ValueError``, and also an ``AssertionError`` because Stable-Baselines3 refuses the same
+    argument with an ``assert`` (code written for it may catch that)."""
+
+
 class NonFiniteError(FloatingPointError):
     """An env returned a NaN or infinite observation (from ``reset()`` or ``step()``) or reward, or one beyond
     float32's range, or a training loss became non-finite."""
@@ -197,6 +209,129 @@ def get_schedule_fn(value_schedule: Schedule | float) -> Schedule:
     return constant_fn(float(value_schedule))
 
 
+class FloatSchedule:
+    """A schedule (or a number, made constant) whose values are Python floats (SB3's ``FloatSchedule``).
+
+    Args:
+        value_schedule: a number or a callable of the progress remaining (1 at the start, 0 at the end).
+
+    Raises:
+        TypeError: ``value_schedule`` is neither a number nor callable.
+    """
+
+    def __init__(self, value_schedule: Schedule | float) -> None:
+        if isinstance(value_schedule, FloatSchedule):
+            value_schedule = value_schedule.value_schedule
+        elif not callable(value_schedule):
+            if isinstance(value_schedule, (bool, np.bool_)) or not isinstance(
+                value_schedule, (int, float, np.integer, np.floating)
+            ):
+                raise TypeError(f"value_schedule must be a number or a callable, got {value_schedule!r}")
+            value_schedule = ConstantSchedule(float(value_schedule))
+        self.value_schedule: Schedule = value_schedule
+
+    def __call__(self, progress_remaining: float) -> float:
+        return float(self.value_schedule(progress_remaining))
+
+    def __repr__(self) -> str:
+        return f"FloatSchedule({self.value_schedule!r})"
+
+
+def zip_strict(*iterables: Iterable) -> Iterator[tuple]:
+    """``zip`` that raises ``ValueError`` when the iterables have different lengths (SB3's ``zip_strict``)."""
+    return zip(*iterables, strict=True)
+
+
+def check_shape_equal(space1: spaces.Space, space2: spaces.Space) -> None:
+    """Raise ``AssertionError`` unless the two spaces have the same shape (key by key for Dict spaces), as SB3's
+    ``check_shape_equal`` does."""
+    if isinstance(space1, spaces.Dict):
+        assert isinstance(space2, spaces.Dict), f"spaces must both be Dict spaces, got {space1} and {space2}"
+        assert space1.spaces.keys() == space2.spaces.keys(), (
+            f"spaces must have the same keys, got {list(space1.spaces)} and {list(space2.spaces)}"
+        )
+        for key in space1.spaces:
+            check_shape_equal(space1[key], space2[key])
+    elif isinstance(space1, spaces.Box):
+        assert space1.shape == space2.shape, f"spaces must have the same shape, got {space1.shape} and {space2.shape}"
+
+
+def _vectorized(observation: np.ndarray, space: spaces.Space) -> bool:
+    """Whether one observation of a non-Dict space carries a leading batch axis (see `is_vectorized_observation`)."""
+    shape = np.shape(observation)
+    if isinstance(space, spaces.Discrete):
+        single, what = (), "() or (n_env,)"
+    elif isinstance(space, spaces.MultiDiscrete):
+        single, what = (len(space.nvec),), f"({len(space.nvec)},) or (n_env, {len(space.nvec)})"
+    elif isinstance(space, (spaces.Box, spaces.MultiBinary)):
+        single, what = tuple(space.shape), f"{tuple(space.shape)} or (n_env, {', '.join(map(str, space.shape))})"
+    else:
+        raise ValueError(f"is_vectorized_observation does not support the space {space}")
+    if shape == single:
+        return False
+    if len(shape) == len(single) + 1 and tuple(shape[1:]) == single:
+        return True
+    raise ValueError(f"Error: Unexpected observation shape {shape} for {space}; expected {what}")
+
+
+def is_vectorized_observation(
+    observation: np.ndarray | Mapping[str, np.ndarray], observation_space: spaces.Space
+) -> bool:
+    """Whether ``observation`` is a batch (one row per env) of ``observation_space``'s observations (SB3's
+    ``is_vectorized_observation``). A Dict observation is a batch when every key's value is one.
+
+    Raises:
+        ValueError: the shape fits neither a single observation nor a batch, or a Dict observation mixes the two.
+    """
+    if not isinstance(observation_space, spaces.Dict):
+        return _vectorized(observation, observation_space)
+    if not isinstance(observation, Mapping):
+        raise ValueError(f"observation must be a dict for the Dict space {observation_space}, got {type(observation)}")
+    answers = {key: _vectorized(observation[key], space) for key, space in observation_space.spaces.items()}
+    if len(set(answers.values())) > 1:
+        shapes = {key: np.shape(value) for key, value in observation.items()}
+        raise ValueError(
+            "There seems to be a mix of vectorized and non-vectorized observations. "
+            f"Unexpected observation shape {shapes} for {observation_space}"
+        )
+    return all(answers.values())
+
+
+def get_parameters_by_name(model: torch.nn.Module, included_names: Iterable[str]) -> list[torch.Tensor]:
+    """The tensors of ``model.state_dict()`` whose name contains one of ``included_names`` (e.g. ``"running_"``
+    for BatchNorm statistics), in ``state_dict`` order (SB3's ``get_parameters_by_name``)."""
+    included = list(included_names)
+    return [tensor for name, tensor in model.state_dict().items() if any(key in name for key in included)]
+
+
+def get_latest_run_id(log_path: str | os.PathLike[str] = "", log_name: str = "") -> int:
+    """The largest ``N`` among the folders ``<log_name>_<N>`` in ``log_path`` (0 if none), as SB3's function."""
+    return _latest_run_id(Path(log_path), log_name)
+
+
+def get_system_info(print_info: bool = True) -> tuple[dict[str, str], str]:
+    """The versions a bug report needs, as a dict and as ``- key: value`` lines (SB3's ``get_system_info``; this
+    library's version is under ``"rlkit_td3"``, where SB3 has ``"Stable-Baselines3"``).
+
+    Args:
+        print_info: also print the lines.
+    """
+    info = {
+        "OS": f"{platform.platform()} {platform.version()}",
+        "Python": platform.python_version(),
+        "rlkit_td3": __version__,
+        "PyTorch": torch.__version__,
+        "GPU Enabled": str(torch.cuda.is_available()),
+        "Numpy": np.__version__,
+        "Cloudpickle": cloudpickle.__version__,
+        "Gymnasium": gym.__version__,
+    }
+    text = "".join(f"- {key}: {value}\n" for key, value in info.items())
+    if print_info:
+        print(text)
+    return info, text
+
+
 def safe_mean(arr: Any) -> float:
     """The mean of ``arr``, or NaN when it is empty (SB3's ``safe_mean``, used for logging)."""
     values = np.asarray(list(arr) if not isinstance(arr, np.ndarray) else arr)
@@ -214,7 +349,9 @@ def _latest_run_id(folder: Path, name: str) -> int:
     return max(ids)
 
 
-def _check_int(name: str, value: Any, minimum: int) -> int:
+def _check_int(name: str, value: Any, minimum: int, integral_float: bool = False) -> int:
+    if integral_float and isinstance(value, (float, np.floating)) and float(value).is_integer():
+        value = int(value)  # e.g. learn(1e5), as SB3 accepts
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{name} must be an int, got {value!r}")
     if value < minimum:

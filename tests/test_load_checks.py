@@ -317,7 +317,7 @@ def test_unknown_keyword_is_a_type_error_naming_it(tmp_path, genuine):
     [
         ({"learning_starts": -5}, ValueError, "learning_starts"),
         ({"batch_size": "big"}, TypeError, "batch_size"),
-        ({"custom_objects": {"no_such_entry": 1}}, ValueError, "custom_objects"),
+        ({"custom_objects": {"gamma": 1.5}}, ValueError, "gamma"),
         ({"custom_objects": {"learning_rate": -1.0}}, ValueError, "learning_rate"),
         ({"custom_objects": {"activation_fn": "relu"}}, TypeError, "activation_fn"),
         ({"custom_objects": [1]}, TypeError, "custom_objects"),

@@ -212,7 +212,7 @@ def test_stdout_and_log_exclusions_cover_both_tables(tmp_path):
 def test_human_output_format_takes_a_file_name_as_sb3(tmp_path):
     writer = HumanOutputFormat(str(tmp_path / "table.txt"))  # SB3: HumanOutputFormat(filename_or_file)
     assert writer.name == "log"
-    writer.write({"a/b": 1.5}, 0)
+    writer.write({"a/b": 1.5}, {"a/b": None}, 0)
     writer.close()
     assert "| a/" in (tmp_path / "table.txt").read_text()
     with pytest.raises(ValueError, match="two files"):

@@ -79,7 +79,7 @@ def test_progress_csv_json_and_monitor_csv_agree(tmp_path):
     first = (tmp_path / "monitor" / "monitor.csv").read_text().splitlines()[0]
     assert first.startswith("#") and json.loads(first[1:])["env_id"] == "Pendulum-v1"
     monitor = load_results(tmp_path / "monitor")
-    assert list(monitor.columns) == ["r", "l", "t"] and monitor["l"].tolist() == [200] * 5
+    assert list(monitor.columns) == ["index", "r", "l", "t"] and monitor["l"].tolist() == [200] * 5
     assert (monitor["t"].diff().dropna() >= 0).all()
     # One source of truth: the logged mean return is the mean of the monitored episodes.
     assert progress["rollout/ep_rew_mean"].iloc[-1] == pytest.approx(monitor["r"].mean(), abs=1e-3)

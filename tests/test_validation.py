@@ -40,6 +40,7 @@ def test_infinite_action_bounds_rejected():
 @pytest.mark.parametrize(
     ("kwargs", "name"),
     [
+        ({"tau": 1.0001}, "tau"),
         ({"tau": 1.5}, "tau"),
         ({"tau": -0.1}, "tau"),
         ({"gamma": -0.01}, "gamma"),
@@ -49,6 +50,7 @@ def test_infinite_action_bounds_rejected():
         ({"learning_starts": -1}, "learning_starts"),
         ({"learning_rate": -1e-3}, "learning_rate"),
         ({"train_freq": (1, "hour")}, "train_freq"),
+        ({"gradient_steps": -2}, "gradient_steps"),
     ],
 )
 def test_hyperparameters_out_of_range(kwargs, name):

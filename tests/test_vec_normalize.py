@@ -144,7 +144,9 @@ def test_reward_normalisation_by_the_std_of_discounted_returns():
         returns = returns * gamma + raw[t]
         history.append(returns.copy())
         _, var = pooled(np.concatenate(history))
-        np.testing.assert_allclose(rewards[t], np.clip(raw[t] / np.sqrt(var + 1e-8), -10, 10), rtol=1e-12)
+        expected = np.clip(raw[t] / np.sqrt(var + 1e-8), -10, 10).astype(np.float32)  # float32, as SB3 returns
+        assert rewards[t].dtype == np.float32
+        np.testing.assert_array_equal(rewards[t], expected)
         returns[dones[t]] = 0.0
     assert dones[3].all() and dones[7].all()
     np.testing.assert_allclose(venv.ret_rms.var, pooled(np.concatenate(history))[1], rtol=1e-12)
@@ -313,22 +315,37 @@ class _DiscreteObsEnv(gym.Env):
         return 1, 0.0, False, False, {}
 
 
+class ImageEnv(gym.Env):
+    observation_space = spaces.Box(0, 255, shape=(4, 4, 3), dtype=np.uint8)
+    action_space = spaces.Box(-1, 1, shape=(1,), dtype=np.float32)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return self.np_random.integers(0, 256, (4, 4, 3), dtype=np.uint8), {}
+
+    def step(self, action):
+        return self.reset()[0], 0.0, False, False, {}
+
+
 def test_image_observations_get_a_float_space():
-    class ImageEnv(gym.Env):
-        observation_space = spaces.Box(0, 255, shape=(4, 4, 3), dtype=np.uint8)
-        action_space = spaces.Box(-1, 1, shape=(1,), dtype=np.float32)
-
-        def reset(self, *, seed=None, options=None):
-            super().reset(seed=seed)
-            return self.np_random.integers(0, 256, (4, 4, 3), dtype=np.uint8), {}
-
-        def step(self, action):
-            return self.reset()[0], 0.0, False, False, {}
-
     venv = VecNormalize(DummyVecEnv([ImageEnv]), clip_obs=5.0)
     assert venv.observation_space == spaces.Box(-5.0, 5.0, (4, 4, 3), np.float32)
     obs = venv.reset()
     assert obs.dtype == np.float32 and venv.observation_space.contains(obs[0])
+
+
+def test_loaded_image_normalization_keeps_the_float_space(tmp_path):
+    # issue 32, bug 3: the loaded wrapper kept Box(0, 255, uint8) while returning normalised float32
+    venv = VecNormalize(DummyVecEnv([ImageEnv]), clip_obs=5.0)
+    venv.reset()
+    venv.save(tmp_path / "vec_normalize.pkl")
+    loaded = VecNormalize.load(tmp_path / "vec_normalize.pkl", DummyVecEnv([ImageEnv]))
+    assert loaded.observation_space == spaces.Box(-5.0, 5.0, (4, 4, 3), np.float32)
+    obs = loaded.reset()
+    assert obs.dtype == np.float32 and loaded.observation_space.contains(obs[0])
+    plain = VecNormalize.load(tmp_path / "vec_normalize.pkl", DummyVecEnv([ImageEnv]))
+    plain.norm_obs = False  # the space follows the wrapper's own settings, not only the file's
+    assert plain._normalized_space(plain.venv.observation_space) == ImageEnv.observation_space
 
 
 class _Evil:

@@ -239,6 +239,7 @@ class TD3Policy(nn.Module):
             object.__setattr__(self.critic_target, "shared_features_extractor", self.actor_target.features_extractor)
         for target in (self.actor_target, self.critic_target):
             target.requires_grad_(False)
+            target.train(False)  # as in SB3: batch norm or dropout in a target runs in evaluation mode
 
         low = torch.as_tensor(action_space.low, dtype=torch.float32).flatten()
         high = torch.as_tensor(action_space.high, dtype=torch.float32).flatten()
@@ -366,12 +367,27 @@ class TD3Policy(nn.Module):
         return torch.device("cpu")
 
     def set_training_mode(self, mode: bool) -> None:
-        """Put every network in training (``True``) or evaluation (``False``) mode (``nn.Module.train``).
+        """Put the actor and the critics in training (``True``) or evaluation (``False``) mode
+        (``nn.Module.train``); the targets stay in evaluation mode, as in SB3.
 
-        The MLPs have no dropout or batch norm, so the mode changes no output; it exists for SB3 code and
-        for subclasses that add such layers.
+        The built-in MLPs have no dropout or batch norm, so the mode changes no output; it matters for features
+        extractors or subclasses with such layers (see `mode_dependent()`). The model sets evaluation mode
+        for ``predict`` and while collecting, training mode for the updates.
         """
-        self.train(mode)
+        self.actor.train(mode)
+        self.critic.train(mode)
+        self.training = mode
+
+    def mode_dependent(self) -> bool:
+        """Whether the actor's or the critics' output may depend on the training mode: they hold batch norm,
+        dropout or recurrent layers, or a layer class from outside ``torch.nn`` and rlkit_td3 (which might read
+        ``self.training``). When it is False the model does not switch modes around each update."""
+        for module in (*self.actor.modules(), *self.critic.modules()):
+            if isinstance(module, (nn.modules.batchnorm._NormBase, nn.modules.dropout._DropoutNd, nn.RNNBase)):
+                return True
+            if not type(module).__module__.startswith(("torch.nn.modules.", "rlkit_td3.")):
+                return True
+        return False
 
     def is_vectorized_observation(self, observation: np.ndarray | dict[str, np.ndarray]) -> bool:
         """Whether ``observation`` is a batch ``(n, *obs_shape)`` rather than one observation ``obs_shape``

@@ -244,9 +244,9 @@ class VecEnv(ABC):
         else:
             chosen = [int(i) for i in indices]  # type: ignore[union-attr]
         for index in chosen:
-            if not 0 <= index < self.num_envs:
-                raise IndexError(f"indices must lie in [0, {self.num_envs}), got {index}")
-        return chosen
+            if not -self.num_envs <= index < self.num_envs:
+                raise IndexError(f"indices must lie in [-{self.num_envs}, {self.num_envs}), got {index}")
+        return [index % self.num_envs for index in chosen]  # negative ones count from the end, as in SB3
 
 
 class VecEnvWrapper(VecEnv):

@@ -40,16 +40,17 @@ class DummyVecEnv(VecEnv):
         env_fns: one function per env, each returning a new ``gymnasium.Env``.
 
     Raises:
-        ValueError: ``env_fns`` is empty, or two functions returned the same env object.
+        ValueError: ``env_fns`` is empty, or two functions returned the same env object (or wrappers of one).
         TypeError: an entry is not callable or does not return a ``gymnasium.Env``.
     """
 
     def __init__(self, env_fns: list[Callable[[], gym.Env]]) -> None:
         fns = _check_env_fns(env_fns)
         self.envs = [_check_env(fn(), i) for i, fn in enumerate(fns)]
-        if len({id(env) for env in self.envs}) != len(self.envs):
+        if len({id(env.unwrapped) for env in self.envs}) != len(self.envs):  # wrappers around one env too
             raise ValueError(
-                "env_fns returned the same env object more than once; each function must make a new env "
+                "env_fns returned the same env object more than once (or wrappers around one); each function must "
+                "make a new env "
                 "(write [lambda: gym.make(id) for _ in range(n)], not [lambda: env] * n)"
             )
         env = self.envs[0]

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
+from rlkit_td3.utils import ValueAssertionError
 from rlkit_td3.vec_env.vec_normalize import is_image_space
 
 _ORDERS = ("first", "last")
@@ -65,12 +66,9 @@ class StackedObservations:
         self.sub_stacks = None
         if not isinstance(observation_space, spaces.Box):
             raise ValueError(f"frame stacking needs a Box or Dict observation space, got {observation_space}")
-        if channels_order is None:
-            channels_order = "first" if _channels_first(observation_space) else "last"
-        if channels_order not in _ORDERS:
-            raise ValueError(f"channels_order must be 'first', 'last' or None, got {channels_order!r}")
-        self.channels_first = channels_order == "first"
-        self.stack_axis = 0 if self.channels_first else -1
+        self.channels_first, _, _, self.stack_axis = self.compute_stacking(
+            self.n_stack, observation_space, channels_order
+        )
         if observation_space.shape == ():
             raise ValueError("frame stacking needs observations with at least one axis")
         low = np.concatenate([observation_space.low] * self.n_stack, axis=self.stack_axis)
@@ -78,6 +76,37 @@ class StackedObservations:
         self.stacked_observation_space = spaces.Box(low=low, high=high, dtype=observation_space.dtype)
         self.stacked_obs = np.zeros((num_envs, *self.stacked_observation_space.shape), dtype=observation_space.dtype)
         self._width = observation_space.shape[self.stack_axis]
+
+    @staticmethod
+    def compute_stacking(
+        n_stack: int, observation_space: spaces.Box, channels_order: str | None = None
+    ) -> tuple[bool, int, tuple[int, ...], int]:
+        """Where the frames of a Box space are stacked (SB3's function, same return values).
+
+        Args:
+            n_stack: the number of frames.
+            observation_space: one frame's space.
+            channels_order: ``"first"``, ``"last"`` or ``None`` (an image whose smallest axis is the first is
+                channels-first; anything else is stacked on its last axis).
+
+        Returns:
+            ``(channels_first, stack_dimension, stacked_shape, repeat_axis)``: the stacking axis of a batch
+            (1 or -1), the stacked frame's shape and the stacking axis of one frame (0 or -1).
+
+        Raises:
+            ValueAssertionError: ``channels_order`` is not one of those (a ``ValueError``, and an
+                ``AssertionError`` as SB3 raises).
+        """
+        if channels_order is None:
+            channels_order = "first" if _channels_first(observation_space) else "last"
+        if channels_order not in _ORDERS:
+            raise ValueAssertionError(f"channels_order must be 'first', 'last' or None, got {channels_order!r}")
+        channels_first = channels_order == "first"
+        repeat_axis = 0 if channels_first else -1
+        stacked_shape = list(observation_space.shape)
+        if stacked_shape:
+            stacked_shape[repeat_axis] *= n_stack
+        return channels_first, 1 if channels_first else -1, tuple(stacked_shape), repeat_axis
 
     def _newest_slice(self) -> tuple[Any, ...]:
         # the last `width` entries of the channel axis, for every env

@@ -114,7 +114,7 @@ class SubprocVecEnv(VecEnv):
         if start_method is None:
             start_method = "forkserver" if "forkserver" in methods else "spawn"
         if start_method not in methods:
-            raise ValueError(f"start_method must be one of {methods} or None, got {start_method!r}")
+            raise ValueError(f"cannot find context for {start_method!r}: start_method must be one of {methods} or None")
         ctx = mp.get_context(start_method)
         pipes = [ctx.Pipe() for _ in fns]
         self.remotes: list[Connection] = [parent for parent, _ in pipes]

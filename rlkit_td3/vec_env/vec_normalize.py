@@ -136,26 +136,38 @@ class VecNormalize(VecEnvWrapper):
                     raise ValueError(f"norm_obs_keys entry {key!r} is not a key of the observation space {space}")
                 if not isinstance(space.spaces[key], spaces.Box):
                     raise ValueError(
-                        f"VecNormalize can only normalise Box subspaces, but key {key!r} is {space.spaces[key]}; "
+                        f"VecNormalize only supports Box subspaces, but key {key!r} is {space.spaces[key]}; "
                         "leave it out of norm_obs_keys"
                     )
             self.norm_obs_keys = keys
             self.obs_rms = {key: RunningMeanStd(shape=space.spaces[key].shape) for key in keys}
-            subspaces = dict(space.spaces)
-            for key in keys:
-                if is_image_space(subspaces[key]):
-                    subspaces[key] = spaces.Box(-self.clip_obs, self.clip_obs, subspaces[key].shape, np.float32)
-            self.observation_space = spaces.Dict(subspaces)
         elif isinstance(space, spaces.Box):
             if self.norm_obs_keys is not None:
-                raise ValueError(f"norm_obs_keys needs a Dict observation space, this one is {space}")
+                raise ValueError(f"norm_obs_keys is applicable only with a Dict observation space, this one is {space}")
             self.obs_rms = RunningMeanStd(shape=space.shape)
-            if is_image_space(space):
-                self.observation_space = spaces.Box(-self.clip_obs, self.clip_obs, space.shape, np.float32)
         else:
             raise ValueError(
-                f"VecNormalize can normalise Box and Dict observation spaces, not {space}; pass norm_obs=False"
+                f"VecNormalize only supports Box and Dict observation spaces, not {space}; pass norm_obs=False"
             )
+        self.observation_space = self._normalized_space(space)
+
+    def _normalized_space(self, space: spaces.Space) -> spaces.Space:
+        """The observation space after normalisation: a normalised image (uint8 in [0, 255]) becomes a float32
+        Box in ``[-clip_obs, clip_obs]``, as in SB3; other spaces are unchanged."""
+        if not self.norm_obs:
+            return space
+        if isinstance(space, spaces.Dict):
+            keys = set(self.obs_rms) if isinstance(self.obs_rms, dict) else set()
+            subspaces = {
+                key: spaces.Box(-self.clip_obs, self.clip_obs, sub.shape, np.float32)
+                if key in keys and is_image_space(sub)
+                else sub
+                for key, sub in space.spaces.items()
+            }
+            return spaces.Dict(subspaces)
+        if is_image_space(space):
+            return spaces.Box(-self.clip_obs, self.clip_obs, space.shape, np.float32)
+        return space
 
     # ------------------------------------------------------------------ stepping
     def step_wait(self) -> VecEnvStepReturn:
@@ -224,10 +236,11 @@ class VecNormalize(VecEnvWrapper):
         return self._unnormalize(obs, self.obs_rms)  # type: ignore[arg-type]
 
     def normalize_reward(self, reward: np.ndarray) -> np.ndarray:
-        """Divide by the std of the discounted return and clip (only with ``norm_reward``)."""
+        """Divide by the std of the discounted return and clip (only with ``norm_reward``); float32, as SB3 returns
+        (the statistics are float64)."""
         if self.norm_reward:
             reward = np.clip(reward / np.sqrt(self.ret_rms.var + self.epsilon), -self.clip_reward, self.clip_reward)
-        return reward
+        return np.asarray(reward, dtype=np.float32)
 
     def unnormalize_reward(self, reward: np.ndarray) -> np.ndarray:
         """Invert `normalize_reward()` (up to clipping)."""
@@ -253,6 +266,7 @@ class VecNormalize(VecEnvWrapper):
             raise ValueError("this VecNormalize already wraps an env; set_venv() is for one loaded without it")
         VecEnvWrapper.__init__(self, venv)
         self._check_shapes(venv.observation_space)
+        self.observation_space = self._normalized_space(venv.observation_space)
         self._restore_returns()
 
     def _restore_returns(self) -> None:
