@@ -172,8 +172,8 @@ class _ObservationCheck(gym.Wrapper):
             )
 
     def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
-        if kwargs.get("options", True) is None:  # as SB3's vec envs: options only when given, so that an env
-            del kwargs["options"]  # whose reset() has no options parameter works
+        if "options" in kwargs and not kwargs["options"]:  # as SB3's vec envs: options only when some are given,
+            del kwargs["options"]  # so that an env whose reset() has no options parameter works
         obs, info = self.env.reset(**kwargs)
         self._check(obs, "reset()")
         return obs, info
