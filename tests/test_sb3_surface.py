@@ -333,6 +333,9 @@ def test_env_whose_reset_has_no_options_parameter():
     model = TD3("MlpPolicy", NoOptionsEnv(), learning_starts=5, batch_size=4, seed=0)
     model.learn(10)
     assert model.num_timesteps == 10
+    model.get_env().set_options({})  # empty options are not passed either
+    model.learn(5, reset_num_timesteps=True)
+    assert model.num_timesteps == 5
 
 
 def test_vec_env_errors_and_indices_as_sb3():
