@@ -300,10 +300,10 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         self._mode_dependent = self.policy.mode_dependent()
         self._reset_loss_stats()
 
-    def set_env(self, env: gym.Env | VectorEnv | str) -> None:
+    def set_env(self, env: gym.Env | VectorEnv | str, force_reset: bool = True) -> None:
         """Replace the training env; see `BaseAlgorithm.set_env()`. A `HerReplayBuffer` relabels its rewards with
         the new env's ``compute_reward``."""
-        super().set_env(env)
+        super().set_env(env, force_reset)
         if isinstance(getattr(self, "replay_buffer", None), HerReplayBuffer):
             self.replay_buffer.env = self._venv
 
