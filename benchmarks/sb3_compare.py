@@ -56,6 +56,19 @@ FIELDS = ["lib", "algo", "env", "seed", "timesteps", "mean_return", "std_return"
 LAST_EVALS = 5
 
 
+def cpu_name() -> str:
+    """The CPU's model name (``/proc/cpuinfo``; ``platform.processor()`` is empty on Linux) and its core count."""
+    name = platform.processor()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                name = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{name or platform.machine()}, {os.cpu_count()} cores"
+
+
 def evaluate(model: Any, env: gym.Env, episodes: int) -> tuple[float, float]:
     """Mean and std of ``episodes`` deterministic episode returns (the same loop for both libraries)."""
     returns = []
@@ -201,7 +214,7 @@ def run_one(
         if checkpoint and lib in RLKIT_LIBS:
             _write_checkpoint(stem, model, eval_env, time.perf_counter() - start)
     tmp = done_marker.with_suffix(".tmp")
-    info = {"seconds": time.perf_counter() - start, "machine": platform.processor(), "timesteps": steps}
+    info = {"seconds": time.perf_counter() - start, "machine": cpu_name(), "timesteps": steps}
     tmp.write_text(json.dumps(info))
     os.replace(tmp, done_marker)
 
@@ -237,9 +250,15 @@ def summarize(out: Path, up_to: int | None = None) -> str:
         key = (r["env"], r["algo"], r["lib"])
         groups.setdefault(key, {}).setdefault(int(r["seed"]), []).append((int(r["timesteps"]), float(r["mean_return"])))
     finished = {(r["env"], r["algo"], r["lib"], int(r["seed"])) for r in rows if r["finished"]}
+    walls: dict[tuple[str, str, str, int], float] = {}  # training + evaluation seconds, the run's last row
+    for r in rows:
+        key = (r["env"], r["algo"], r["lib"], int(r["seed"]))
+        walls[key] = max(walls.get(key, 0.0), float(r["wall_s"]))
+    cpus = sorted({json.loads(p.read_text()).get("machine") or "not recorded" for p in (out / "runs").glob("*.done")})
     lines = [
-        "| env | algo | library | finished runs | IQM of the last 5 evaluations | 95 % CI | per-seed mean of last 5 |",
-        "|---|---|---|---|---|---|---|",
+        "| env | algo | library | finished runs | IQM of the last 5 evaluations | 95 % CI | per-seed mean of last 5 "
+        "| wall time per run (h) |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     scored: dict[tuple[str, str, str], np.ndarray] = {}
     for (env, algo, lib), seeds in sorted(groups.items()):
@@ -250,9 +269,10 @@ def summarize(out: Path, up_to: int | None = None) -> str:
         scored[(env, algo, lib)] = scores
         low, high = stratified_bootstrap_ci([scores])  # runs resampled as units
         per_seed = ", ".join(f"s{s}: {scores[i].mean():.0f}" for i, s in enumerate(done))
+        hours = ", ".join(f"{walls[(env, algo, lib, s)] / 3600:.2f}" for s in done)
         lines.append(
             f"| {env} | {algo} | {lib} | {len(done)} | {float(iqm(scores.ravel())):.1f} | "
-            f"[{low:.1f}, {high:.1f}] | {per_seed} |"
+            f"[{low:.1f}, {high:.1f}] | {per_seed} | {hours} |"
         )
     pairs = [((env, algo, "rlkit"), (env, algo, "sb3")) for env, algo, _ in scored]  # library against library
     pairs += [((env, algo, "rlkit"), (env, algo, "rlkit_uniformwarmup")) for env, algo, _ in scored]  # warm-ups
@@ -277,6 +297,10 @@ def summarize(out: Path, up_to: int | None = None) -> str:
             f"{lib} {algo} s{seed} at {reached[(env, algo, lib, seed)]:,}" for env, algo, lib, seed in unfinished
         )
         lines.append(f"\nUnfinished runs (not in the table), steps reached: {status}.")
+    lines.append(
+        f"\nWall time: training and evaluation of one run, one torch thread, two runs at a time on the machine. "
+        f"CPU of the finished runs: {'; '.join(cpus) if cpus else 'none finished'}."
+    )
     text = "\n".join(lines) + "\n"
     (out / "summary.md").write_text(text)
     _plot(groups, finished, out / "curves.png")
