@@ -17,7 +17,15 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = ["index.md", "results.md", "tips.md", "algorithms/td3.md", "algorithms/ddpg.md"]
+PAGES = [
+    "index.md",
+    "results.md",
+    "tips.md",
+    "algorithms/td3.md",
+    "algorithms/ddpg.md",
+    "environments.md",
+    "performance.md",
+]
 RESULT_SUFFIXES = {".txt", ".md", ".csv", ".json"}
 
 _FENCE = re.compile(r"^(```|~~~).*?^\1", re.S | re.M)
