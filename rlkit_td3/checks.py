@@ -44,3 +44,13 @@ def check_seed(name: str, value: Any) -> int:
     if not 0 <= value <= MAX_SEED:
         raise ValueError(f"{name} must be an int in [0, 2**64 - 1] (torch's generators take 64 bits), got {value!r}")
     return int(value)
+
+
+class CheckFailedError(ValueError, AssertionError):
+    """A ``ValueError`` that is also an ``AssertionError``: raised where SB3 checks with ``assert`` (a model's
+    number of envs in ``set_env``, a CNN on a space that is not an image), so code written for either catches it."""
+
+
+class StateDictMismatchError(ValueError, RuntimeError):
+    """A ``ValueError`` that is also a ``RuntimeError``: a state dict whose keys do not match a module's, raised
+    where SB3 lets ``torch.nn.Module.load_state_dict`` raise its ``RuntimeError`` (``set_parameters``)."""

@@ -379,10 +379,14 @@ def _parse_train_freq(train_freq: Any) -> tuple[int, str]:
 
 
 def get_device(device: torch.device | str = "auto") -> torch.device:
-    """``"auto"`` → CUDA when available, else CPU; anything else is passed to ``torch.device``."""
+    """``"auto"`` → CUDA when available, else CPU; anything else is passed to ``torch.device``, except that CUDA
+    asked for on a machine without it gives the CPU (as SB3's ``get_device``)."""
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(device)
+    chosen = torch.device(device)
+    if chosen.type == "cuda" and not torch.cuda.is_available():
+        return torch.device("cpu")
+    return chosen
 
 
 def _check_device(device: Any) -> torch.device:
