@@ -19,7 +19,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 from rlkit_td3 import model_files, parameters
-from rlkit_td3.checks import CheckFailedError, check_bool, check_seed
+from rlkit_td3.checks import ValueAssertionError, check_bool, check_seed
 from rlkit_td3.dict_obs import check_dict_space, dict_obs_batch, obs_len
 from rlkit_td3.env_state import exact_resume_problem
 from rlkit_td3.logger import Logger, configure
@@ -186,7 +186,7 @@ class BaseAlgorithm:
 
         Raises:
             ValueError: the spaces differ, or the env has more envs than the replay buffer was built for (a
-                `rlkit_td3.checks.CheckFailedError`, also an ``AssertionError`` as SB3's check).
+                `rlkit_td3.utils.ValueAssertionError`, also an ``AssertionError`` as SB3's check).
             TypeError: ``force_reset`` is not a bool.
         """
         require_bool("force_reset", force_reset)
@@ -207,7 +207,7 @@ class BaseAlgorithm:
             if not spaces_equal(mine, theirs):
                 raise ValueError(f"{env_name(vec)}: the env's {name} {theirs!r} differs from the model's {mine!r}")
         if hasattr(self, "replay_buffer") and vec.num_envs > self.replay_buffer.n_envs:
-            raise CheckFailedError(
+            raise ValueAssertionError(
                 f"{env_name(vec)}: the env has n_envs={vec.num_envs}, more than the replay buffer was built for "
                 f"(n_envs={self.replay_buffer.n_envs}); save the model and load it with env=... to get a buffer "
                 "for more envs"

@@ -46,9 +46,9 @@ def check_seed(name: str, value: Any) -> int:
     return int(value)
 
 
-class CheckFailedError(ValueError, AssertionError):
-    """A ``ValueError`` that is also an ``AssertionError``: raised where SB3 checks with ``assert`` (a model's
-    number of envs in ``set_env``, a CNN on a space that is not an image), so code written for either catches it."""
+class ValueAssertionError(ValueError, AssertionError):
+    """A bad argument: a ``ValueError``, and also an ``AssertionError`` because Stable-Baselines3 refuses the same
+    argument with an ``assert`` (code written for it may catch that). Importable from `rlkit_td3.utils` too."""
 
 
 class StateDictMismatchError(ValueError, RuntimeError):
