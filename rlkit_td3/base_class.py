@@ -429,11 +429,23 @@ class BaseAlgorithm:
                 ``.zip`` appended, as in Stable-Baselines3 (``save("model")`` writes ``model.zip``).
             include_buffer: also store the filled part of the replay buffer.
 
+        A policy replaced by ``torch.compile(model.policy)`` is saved as the module it compiles.
+
         Raises:
             ValueError: ``include_buffer=True`` while training on a vector env with same-step autoreset, whose
                 runs no checkpoint can resume exactly (see the "What exact resume covers" docs section).
         """
-        model_files.native_format().save(self, path, check_bool("include_buffer", include_buffer))
+        include_buffer = check_bool("include_buffer", include_buffer)
+        compiled = self.policy
+        original = getattr(compiled, "_orig_mod", None)  # model.policy = torch.compile(model.policy), as in SB3
+        if not isinstance(original, torch.nn.Module):
+            model_files.native_format().save(self, path, include_buffer)
+            return
+        self.policy = original  # the file holds the plain module's state dict (no "_orig_mod." prefix)
+        try:
+            model_files.native_format().save(self, path, include_buffer)
+        finally:
+            self.policy = compiled
 
     @classmethod
     def load(

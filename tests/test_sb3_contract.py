@@ -121,3 +121,14 @@ def test_monitor_imports_without_pandas_and_load_results_names_it(tmp_path):
     with mock.patch.dict(sys.modules, {"pandas": None}):
         with pytest.raises(ImportError, match="pandas is required for loading results"):
             load_results(tmp_path)
+
+
+def test_a_compiled_policy_saves_as_the_module_it_compiles(tmp_path):
+    model = small_model()
+    plain = model.policy
+    model.policy = torch.compile(model.policy)
+    model.save(tmp_path / "m")
+    assert model.policy is not plain  # the compiled wrapper stays in place
+    loaded = TD3.load(tmp_path / "m.zip")
+    for key, value in plain.state_dict().items():
+        torch.testing.assert_close(loaded.policy.state_dict()[key], value)
