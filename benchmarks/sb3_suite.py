@@ -7,8 +7,9 @@
    installed in the same venv) and once with only the imports rewritten by our rule
    (``stable_baselines3.common.X -> rlkit_td3.X``, ``stable_baselines3.X -> rlkit_td3.X``). SB3's test code is
    never copied into this project.
-2. Selects the tests on SB3's unmodified files: a test is left out when a value of its parametrization, or a name
-   in its own body, is an algorithm or part we do not provide (A2C, PPO, SAC, DQN, the old ``HER`` class, rollout
+2. Selects the tests on SB3's unmodified files: a test is left out when a value of its parametrization (or the
+   class of such a value), or a name in its own body or in the body of a suite fixture it uses, is an algorithm or
+   part we do not provide (A2C, PPO, SAC, DQN, the old ``HER`` class, rollout
    buffers and on-policy policies, Atari wrappers, the stochastic policies' distributions); a test parametrized
    with TD3 or DDPG is judged on its parametrization only (other algorithms' names in its body are branches).
    The same selection serves both libraries; it is printed per file. ``ale_py``, which ``test_utils.py`` imports
@@ -95,7 +96,9 @@ def _names_in(value, depth=0):
     if isinstance(value, str):  # an algorithm named by a string, e.g. parametrize("model_name", ["a2c", "td3"])
         return {value.upper()}
     name = getattr(value, "__name__", None)
-    return {name} if isinstance(name, str) else set()
+    if isinstance(name, str):
+        return {name}
+    return {type(value).__name__}  # an instance, e.g. parametrize("dist", [CategoricalDistribution(2)])
 
 
 def _body_names(function):
@@ -107,6 +110,17 @@ def _body_names(function):
     return {tok.string for tok in tokens if tok.type == tokenize.NAME}
 
 
+def _fixture_names(item):
+    # names in the bodies of the suite's own fixtures that a test uses (e.g. a fixture that builds an A2C model)
+    names = set()
+    for defs in getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {}).values():
+        for fixturedef in defs:
+            code = getattr(getattr(fixturedef, "func", None), "__code__", None)
+            if code is not None and os.path.dirname(os.path.abspath(code.co_filename)) == os.environ["SUITE_TESTS_DIR"]:
+                names |= _body_names(fixturedef.func)
+    return names
+
+
 def pytest_collection_modifyitems(config, items):
     sitecustomize.COLLECTING = False
     if MODE == "collect":
@@ -114,7 +128,7 @@ def pytest_collection_modifyitems(config, items):
             params = _names_in(list(getattr(getattr(item, "callspec", None), "params", {}).values()))
             hits = params & OUT_OF_SCOPE
             if not hits and not params & {"TD3", "DDPG"}:  # run with TD3/DDPG, other algorithms' names are branches
-                hits = _body_names(getattr(item, "function", None)) & OUT_OF_SCOPE
+                hits = (_body_names(getattr(item, "function", None)) | _fixture_names(item)) & OUT_OF_SCOPE
             _log("SUITE_SELECTION", {"nodeid": item.nodeid, "selected": not hits, "why": sorted(hits)})
         items[:] = []
         return

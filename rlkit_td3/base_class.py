@@ -19,7 +19,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 from rlkit_td3 import model_files, parameters
-from rlkit_td3.checks import check_bool, check_seed
+from rlkit_td3.checks import ValueAssertionError, check_bool, check_seed
 from rlkit_td3.dict_obs import check_dict_space, dict_obs_batch, obs_len
 from rlkit_td3.env_state import exact_resume_problem
 from rlkit_td3.logger import Logger, configure
@@ -180,14 +180,18 @@ class BaseAlgorithm:
 
         Args:
             env: the new env.
-            force_reset: SB3's argument (a real ``bool``), accepted: the new env is always reset before the
-                model's next step, since the model cannot know the state it is in.
+            force_reset: a real ``bool``. ``False`` with the env the model already trains on (``model.get_env()``)
+                keeps its last observations, so the next ``learn`` goes on with the episodes in flight (as SB3);
+                any other env is reset before the model's next step, since the model cannot know its state.
 
         Raises:
-            ValueError: the spaces differ, or the env has more envs than the replay buffer was built for.
+            ValueError: the spaces differ, or the env has more envs than the replay buffer was built for (a
+                `rlkit_td3.utils.ValueAssertionError`, also an ``AssertionError`` as SB3's check).
             TypeError: ``force_reset`` is not a bool.
         """
         require_bool("force_reset", force_reset)
+        if not force_reset and self._venv is not None and env is self.get_env():
+            return  # the env in use, kept in its state
         vec = as_training_env(env)
         self._check_env_matches(vec)
         self._set_env_and_spaces(vec)
@@ -203,7 +207,7 @@ class BaseAlgorithm:
             if not spaces_equal(mine, theirs):
                 raise ValueError(f"{env_name(vec)}: the env's {name} {theirs!r} differs from the model's {mine!r}")
         if hasattr(self, "replay_buffer") and vec.num_envs > self.replay_buffer.n_envs:
-            raise ValueError(
+            raise ValueAssertionError(
                 f"{env_name(vec)}: the env has n_envs={vec.num_envs}, more than the replay buffer was built for "
                 f"(n_envs={self.replay_buffer.n_envs}); save the model and load it with env=... to get a buffer "
                 "for more envs"
@@ -397,8 +401,15 @@ class BaseAlgorithm:
         self.replay_buffer.save(path)
 
     def load_replay_buffer(self, path: str | os.PathLike[str]) -> None:
-        """Restore a replay buffer written by `save_replay_buffer()`."""
+        """Restore a replay buffer written by `save_replay_buffer()`.
+
+        A model whose ``replay_buffer`` was set to ``None`` gets a new one of its class and settings first; the
+        buffer then takes the model's ``device`` (as in SB3).
+        """
+        if self.replay_buffer is None:
+            self.replay_buffer = self._make_replay_buffer(None)
         self.replay_buffer.load(path)
+        self.replay_buffer.device = self.device
 
     def save(self, path: str | os.PathLike[str], include_buffer: bool = False) -> None:
         """Save the model to one zip file (JSON metadata + torch state dicts), written atomically.
@@ -418,11 +429,23 @@ class BaseAlgorithm:
                 ``.zip`` appended, as in Stable-Baselines3 (``save("model")`` writes ``model.zip``).
             include_buffer: also store the filled part of the replay buffer.
 
+        A policy replaced by ``torch.compile(model.policy)`` is saved as the module it compiles.
+
         Raises:
             ValueError: ``include_buffer=True`` while training on a vector env with same-step autoreset, whose
                 runs no checkpoint can resume exactly (see the "What exact resume covers" docs section).
         """
-        model_files.native_format().save(self, path, check_bool("include_buffer", include_buffer))
+        include_buffer = check_bool("include_buffer", include_buffer)
+        compiled = self.policy
+        original = getattr(compiled, "_orig_mod", None)  # model.policy = torch.compile(model.policy), as in SB3
+        if not isinstance(original, torch.nn.Module):
+            model_files.native_format().save(self, path, include_buffer)
+            return
+        self.policy = original  # the file holds the plain module's state dict (no "_orig_mod." prefix)
+        try:
+            model_files.native_format().save(self, path, include_buffer)
+        finally:
+            self.policy = compiled
 
     @classmethod
     def load(

@@ -49,6 +49,7 @@ from rlkit_td3.file_checks import (
     print_system_info_of,
     zip_path_for_save,
 )
+from rlkit_td3.load_arguments import check_same_policy_kwargs
 from rlkit_td3.matmul_choice import MATMUL_CHOICES, check_matmul_choice
 from rlkit_td3.model_files import FileFormat, algorithm_class, register_format
 from rlkit_td3.noise import noise_from_dict
@@ -366,6 +367,7 @@ def load(
     require_bool("force_reset", force_reset)
     path = existing_zip_path(path)
     custom = check_custom_objects(cls, custom_objects)
+    given_policy_kwargs = kwargs.pop("policy_kwargs", None)  # SB3's rule: accepted if equal to the stored ones
     check_load_overrides(cls, kwargs)
     device = _check_device(device)
     metadata, tensors, pickled, blobs = read_model_zip(path, allow_pickle=allow_pickle, entry_limits=entry_byte_limits)
@@ -391,6 +393,8 @@ def load(
         raise ModelFileError(f"{path}: {exc}") from exc
     except Exception as exc:  # noqa: BLE001  (whatever the file's content breaks is the file's fault)
         raise ModelFileError(f"{path}: malformed model file ({type(exc).__name__}: {exc})") from exc
+    if given_policy_kwargs is not None:
+        check_same_policy_kwargs(given_policy_kwargs, model.policy)
     return model
 
 

@@ -44,3 +44,13 @@ def check_seed(name: str, value: Any) -> int:
     if not 0 <= value <= MAX_SEED:
         raise ValueError(f"{name} must be an int in [0, 2**64 - 1] (torch's generators take 64 bits), got {value!r}")
     return int(value)
+
+
+class ValueAssertionError(ValueError, AssertionError):
+    """A bad argument: a ``ValueError``, and also an ``AssertionError`` because Stable-Baselines3 refuses the same
+    argument with an ``assert`` (code written for it may catch that). Importable from `rlkit_td3.utils` too."""
+
+
+class StateDictMismatchError(ValueError, RuntimeError):
+    """A ``ValueError`` that is also a ``RuntimeError``: a state dict whose keys do not match a module's, raised
+    where SB3 lets ``torch.nn.Module.load_state_dict`` raise its ``RuntimeError`` (``set_parameters``)."""

@@ -61,6 +61,40 @@ def check_load_overrides(cls: type, overrides: dict[str, Any]) -> None:
             )
 
 
+def check_same_policy_kwargs(given: Any, policy: TD3Policy) -> None:
+    """``load(..., policy_kwargs=...)``: the stored networks fix the policy, so ``policy_kwargs`` is accepted only
+    when each of its entries equals the loaded policy's (as in SB3, which refuses different ones).
+
+    Raises:
+        TypeError: ``given`` is not a dict.
+        ValueError: an entry differs from the stored policy's, or names no policy setting.
+    """
+    if not isinstance(given, dict):
+        raise TypeError(f"policy_kwargs must be a dict, got {given!r}")
+    stored = policy.constructor_kwargs()
+    differ = {}
+    for key, value in given.items():
+        own = stored.get(key, getattr(policy, key, _MISSING)) if isinstance(key, str) else _MISSING
+        if own is _MISSING or not _equal(own, value):
+            differ[key] = (value, None if own is _MISSING else own)
+    if differ:
+        details = ", ".join(f"{key!r}: given {v!r}, stored {o!r}" for key, (v, o) in differ.items())
+        raise ValueError(
+            f"load(): the specified policy_kwargs do not equal the stored policy kwargs ({details}); the saved "
+            "networks fix the policy, leave policy_kwargs out to load it as saved"
+        )
+
+
+_MISSING = object()
+
+
+def _equal(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:  # noqa: BLE001  (arrays and tensors: compared by their values)
+        return bool(np.array_equal(np.asarray(a), np.asarray(b)))
+
+
 def check_custom_objects(cls: type, custom_objects: Any) -> dict[str, Any]:
     """``load``'s ``custom_objects``: a copy holding its known entries, each checked (classes of the right kind).
 

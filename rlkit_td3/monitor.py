@@ -13,14 +13,16 @@ import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import gymnasium as gym
 import numpy as np
-import pandas as pd
 
 from rlkit_td3.checks import check_bool
 from rlkit_td3.serialization import atomic_write
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 MONITOR_SUFFIX = "monitor.csv"
 X_AXES = ("timesteps", "episodes", "walltime_hrs")
@@ -172,6 +174,15 @@ def get_monitor_files(path: str | os.PathLike[str]) -> list[str]:
     return sorted(str(file) for file in Path(path).glob(f"*{MONITOR_SUFFIX}"))
 
 
+def _pandas(purpose: str) -> Any:
+    """pandas, imported on first use: the module works without it (as SB3's), its readers need it."""
+    try:
+        import pandas
+    except ImportError as exc:
+        raise ImportError(f"pandas is required for {purpose} (rlkit_td3.monitor): pip install pandas") from exc
+    return pandas
+
+
 def load_results(path: str | os.PathLike[str]) -> pd.DataFrame:
     """Read every ``*monitor.csv`` in folder ``path`` into one DataFrame sorted by wall time.
 
@@ -182,6 +193,7 @@ def load_results(path: str | os.PathLike[str]) -> pd.DataFrame:
     Raises:
         LoadMonitorResultsError: the folder holds no monitor file (a ``FileNotFoundError``).
     """
+    pd = _pandas("loading results")
     files = get_monitor_files(path)
     if not files:
         raise LoadMonitorResultsError(f"No monitor files of the form *{MONITOR_SUFFIX} found in {str(path)!r}")
@@ -262,7 +274,7 @@ def plot_results(
         if num_timesteps is not None:
             data = data[np.cumsum(data["l"].to_numpy()) <= num_timesteps]
         x, y = ts2xy(data, x_axis)
-        mean = pd.Series(y).rolling(window, min_periods=1).mean().to_numpy()
+        mean = _pandas("plotting").Series(y).rolling(window, min_periods=1).mean().to_numpy()
         (line,) = ax.plot(x, mean, label=f"{Path(folder).name} (mean of {window})")
         ax.scatter(x, y, s=4, alpha=0.3, color=line.get_color())
     ax.set_xlabel({"timesteps": "timesteps", "episodes": "episodes", "walltime_hrs": "wall time (hours)"}[x_axis])

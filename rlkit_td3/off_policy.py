@@ -240,6 +240,28 @@ class OffPolicyAlgorithm(BaseAlgorithm):
     def use_fused_update(self, value: bool) -> None:
         self._use_fused_update = check_bool("use_fused_update", value)
 
+    def _make_replay_buffer(self, seed: int | None) -> ReplayBuffer:
+        """An empty replay buffer of the model's class and settings."""
+        buffer_class = self.replay_buffer_class
+        if buffer_class is ReplayBuffer and isinstance(self.observation_space, spaces.Dict):
+            buffer_class = DictReplayBuffer  # the default for Dict observations, as in SB3
+        buffer_kwargs = {
+            "optimize_memory_usage": self.optimize_memory_usage,
+            **({"n_steps": self.n_steps, "gamma": self.gamma} if issubclass(buffer_class, NStepReplayBuffer) else {}),
+            **self.replay_buffer_kwargs,
+        }
+        if issubclass(buffer_class, HerReplayBuffer):
+            buffer_kwargs["env"] = self._venv  # relabelled rewards come from the env's compute_reward
+        return buffer_class(
+            self.buffer_size,
+            self.observation_space,
+            self.action_space,
+            device=self.device,
+            n_envs=self.n_envs,
+            seed=seed,
+            **buffer_kwargs,
+        )
+
     # ------------------------------------------------------------------ setup
     def _setup_model(self) -> None:
         """Build the policy, the buffer, the noise and the RNGs from the stored settings."""
@@ -259,25 +281,7 @@ class OffPolicyAlgorithm(BaseAlgorithm):
             actor_learning_rate=actor_lr,
             critic_learning_rate=critic_lr,
         ).to(self.device)
-        buffer_class = self.replay_buffer_class
-        if buffer_class is ReplayBuffer and isinstance(self.observation_space, spaces.Dict):
-            buffer_class = DictReplayBuffer  # the default for Dict observations, as in SB3
-        buffer_kwargs = {
-            "optimize_memory_usage": self.optimize_memory_usage,
-            **({"n_steps": self.n_steps, "gamma": self.gamma} if issubclass(buffer_class, NStepReplayBuffer) else {}),
-            **self.replay_buffer_kwargs,
-        }
-        if issubclass(buffer_class, HerReplayBuffer):
-            buffer_kwargs["env"] = self._venv  # relabelled rewards come from the env's compute_reward
-        self.replay_buffer = buffer_class(
-            self.buffer_size,
-            self.observation_space,
-            self.action_space,
-            device=self.device,
-            n_envs=self.n_envs,
-            seed=buffer_seed,
-            **buffer_kwargs,
-        )
+        self.replay_buffer = self._make_replay_buffer(buffer_seed)
         self.action_noise = self._make_action_noise(noise_seed)
         self._warmup_rng = np.random.default_rng(warmup_seed)
         # The target policy smoothing noise has its own generator, so a checkpoint can restore it without

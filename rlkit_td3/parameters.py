@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from rlkit_td3.checks import StateDictMismatchError
 from rlkit_td3.serialization import read_model_zip
 from rlkit_td3.state_checks import check_optimizer_state, check_policy_state
 from rlkit_td3.utils import get_device
@@ -84,18 +85,21 @@ def set_parameters(
     except Exception as exc:
         for name in attempted:
             objects[name].load_state_dict(backup[name])
-        raise ValueError(f"set_parameters: could not load the parameters, nothing was changed ({exc})") from exc
+        raise StateDictMismatchError(
+            f"set_parameters: could not load the parameters, nothing was changed ({exc})"
+        ) from exc
 
 
 def _check_names(kind: str, given: Any, own: Any, exact_match: bool, whose: str) -> None:
     """``set_parameters``' check of ``given``'s names (or keys) against the model's ``own``: none unknown, and with
     ``exact_match`` none missing; the message lists them."""
+    error = StateDictMismatchError if kind == "keys" else ValueError  # a state dict's keys: torch's RuntimeError too
     unknown = sorted(set(given) - set(own))
     if unknown:
-        raise ValueError(f"set_parameters: unknown {kind} {unknown} in {whose}; the model's are {sorted(own)}")
+        raise error(f"set_parameters: unknown {kind} {unknown} in {whose}; the model's are {sorted(own)}")
     missing = sorted(set(own) - set(given))
     if exact_match and missing:
-        raise ValueError(
+        raise error(
             f"set_parameters: missing {kind} {missing} in {whose} (exact_match=True needs all of them; "
             "pass exact_match=False to load a part)"
         )

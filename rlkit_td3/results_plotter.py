@@ -15,8 +15,19 @@ import os
 from collections.abc import Callable, Sequence
 
 import numpy as np
-import pandas as pd
-from matplotlib import pyplot as plt
+
+try:
+    import pandas as pd
+except ImportError as exc:  # an optional dependency (the "plot" extra), as in SB3
+    raise ImportError(
+        "pandas is required for plotting (rlkit_td3.results_plotter): pip install pandas matplotlib"
+    ) from exc
+try:
+    from matplotlib import pyplot as plt
+except ImportError as exc:
+    raise ImportError(
+        "matplotlib is required for plotting (rlkit_td3.results_plotter): pip install pandas matplotlib"
+    ) from exc
 
 from rlkit_td3.monitor import load_results
 

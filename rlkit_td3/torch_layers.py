@@ -19,7 +19,7 @@ import torch
 from gymnasium import spaces
 from torch import nn
 
-from rlkit_td3.checks import check_bool
+from rlkit_td3.checks import ValueAssertionError, check_bool
 from rlkit_td3.preprocessing import get_flattened_obs_dim, is_image_space, is_image_space_channels_first
 
 
@@ -70,13 +70,14 @@ class NatureCNN(BaseFeaturesExtractor):
         normalized_image: the images are already scaled (any dtype and bounds are accepted).
 
     Raises:
-        ValueError: ``observation_space`` is not an image space, or the images are smaller than 36x36.
+        ValueError: ``observation_space`` is not an image space (a `rlkit_td3.utils.ValueAssertionError`, also an
+            ``AssertionError`` as SB3's check), or the images are smaller than 36x36.
     """
 
     def __init__(self, observation_space: spaces.Box, features_dim: int = 512, normalized_image: bool = False):
         normalized_image = check_bool("normalized_image", normalized_image)
         if not is_image_space(observation_space, check_channels=False, normalized_image=normalized_image):
-            raise ValueError(
+            raise ValueAssertionError(
                 f"NatureCNN needs an image observation space (a uint8 Box of shape (C, H, W) or (H, W, C) with "
                 f"bounds 0 and 255, or normalized_image=True for scaled images), got {observation_space!r}"
             )

@@ -23,6 +23,7 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
+from rlkit_td3.checks import ValueAssertionError as ValueAssertionError  # noqa: F401  (public here, as before)
 from rlkit_td3.checks import check_bool, check_seed
 from rlkit_td3.schedules import ConstantSchedule, LinearSchedule, Schedule
 from rlkit_td3.version import __version__
@@ -128,11 +129,6 @@ def warn_thread_oversubscription(stacklevel: int = 3) -> None:
         ThreadOversubscriptionWarning,
         stacklevel=stacklevel,
     )
-
-
-class ValueAssertionError(ValueError, AssertionError):
-    """A bad argument: a ``ValueError``, and also an ``AssertionError`` because Stable-Baselines3 refuses the same
-    argument with an ``assert`` (code written for it may catch that)."""
 
 
 class NonFiniteError(FloatingPointError):
@@ -379,10 +375,14 @@ def _parse_train_freq(train_freq: Any) -> tuple[int, str]:
 
 
 def get_device(device: torch.device | str = "auto") -> torch.device:
-    """``"auto"`` → CUDA when available, else CPU; anything else is passed to ``torch.device``."""
+    """``"auto"`` → CUDA when available, else CPU; anything else is passed to ``torch.device``, except that CUDA
+    asked for on a machine without it gives the CPU (as SB3's ``get_device``)."""
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(device)
+    chosen = torch.device(device)
+    if chosen.type == "cuda" and not torch.cuda.is_available():
+        return torch.device("cpu")
+    return chosen
 
 
 def _check_device(device: Any) -> torch.device:

@@ -99,7 +99,28 @@ def test_running_mean_std_equals_pooled_numpy_statistics():
     with pytest.raises(ValueError, match=r"shape \(batch, \*\(4,\)\)"):
         rms.update(np.zeros((2, 3)))
     with pytest.raises(ValueError, match="epsilon"):
-        RunningMeanStd(epsilon=0)
+        RunningMeanStd(epsilon=-1e-8)
+
+
+def test_running_mean_std_without_prior_and_broadcast_samples():
+    """SB3's contract: epsilon=0 gives the plain sample statistics; a sample shape that broadcasts is accepted."""
+    rng = np.random.default_rng(1)
+    batches = [rng.normal(size=n) for n in (3, 4, 5)]
+    rms = RunningMeanStd(epsilon=0.0)
+    assert rms.count == 0.0
+    rms.update(np.zeros((0,)))  # nothing seen: still no statistics to divide
+    for batch in batches:
+        rms.update(batch)
+    pooled_values = np.concatenate(batches)
+    assert rms.mean == pytest.approx(pooled_values.mean()) and rms.var == pytest.approx(pooled_values.var())
+    # an array of shape (3,) on statistics of shape (3,) is three scalar samples, each entry updated alike
+    wide = RunningMeanStd(epsilon=0.0, shape=(3,))
+    wide.update(np.array([1.0, 2.0, 6.0]))
+    np.testing.assert_allclose(wide.mean, [3.0] * 3)
+    np.testing.assert_allclose(wide.var, [np.var([1.0, 2.0, 6.0])] * 3)
+    assert wide.count == 3.0
+    with pytest.raises(ValueError, match="broadcasts to"):
+        wide.update(np.zeros((2, 2)))
 
 
 def test_observation_statistics_equal_numpy_over_observations_seen():

@@ -288,6 +288,27 @@ class ReplayBuffer:
             self.full = True
         self.pos = end % self.buffer_size
 
+    def extend(self, *args: Any, **kwargs: Any) -> None:
+        """Store many steps at once (SB3's ``extend``): each argument of `add()` with one more leading dimension,
+        the steps, and `add()` called for each step in order (e.g. ``extend(obs, next_obs, actions, rewards, dones,
+        infos)`` with ``infos[t]`` the list of info dicts of step ``t``). A step whose reward is a scalar is one
+        transition (e.g. rows of this buffer's own arrays).
+
+        Raises:
+            ValueError: the arguments do not hold the same number of steps.
+        """
+        names = list(kwargs)
+        columns = [*args, *kwargs.values()]
+        steps = {len(column) for column in columns}
+        if len(steps) > 1:
+            raise ValueError(f"extend() needs the same number of steps in every argument, got lengths {sorted(steps)}")
+        for row in zip(*columns):
+            step = list(row)
+            reward = step[3] if len(args) > 3 else dict(zip(names, row[len(args) :])).get("reward")
+            if np.ndim(reward) == 0:  # one transition per step (the buffer's own flat arrays): a batch of one
+                step = [value if isinstance(value, (list, tuple)) else np.asarray(value)[None] for value in step]
+            self.add(*step[: len(args)], **dict(zip(names, step[len(args) :])))
+
     def _add_per_env(
         self,
         obs: np.ndarray,

@@ -42,6 +42,19 @@ def _check_observation_space(observation_space: spaces.Space, extractor: type[nn
         )
 
 
+def extractor_kwargs_for(
+    extractor: type[nn.Module], extractor_kwargs: dict[str, Any], normalize_images: bool
+) -> dict[str, Any]:
+    """The keyword arguments the features extractor is built with: the given ones, plus
+    ``normalized_image=True`` for `NatureCNN` / `CombinedExtractor` (and subclasses) when the policy does not scale
+    images (``normalize_images=False``) and the caller did not say, as SB3 does: such observations are taken as
+    already scaled, so image-like float observations go to the CNN."""
+    kwargs = dict(extractor_kwargs)
+    if not normalize_images and issubclass(extractor, (NatureCNN, CombinedExtractor)):
+        kwargs.setdefault("normalized_image", True)
+    return kwargs
+
+
 def extractor_state_shapes(
     extractor_class: type[nn.Module], observation_space: spaces.Space, extractor_kwargs: dict[str, Any] | None = None
 ) -> tuple[int, dict[str, tuple[int, ...]]]:

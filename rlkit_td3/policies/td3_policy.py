@@ -46,6 +46,7 @@ from rlkit_td3.policies.state_shapes import (
     _check_observation_space,
     _few,
     expected_state_shapes,
+    extractor_kwargs_for,
     extractor_state_shapes,
 )
 from rlkit_td3.preprocessing import is_image_space
@@ -259,7 +260,10 @@ class TD3Policy(nn.Module):
 
     def make_features_extractor(self) -> BaseFeaturesExtractor:
         """A new features extractor for this policy's observation space (fresh weights)."""
-        return self.features_extractor_class(self.observation_space, **self.features_extractor_kwargs)
+        kwargs = extractor_kwargs_for(
+            self.features_extractor_class, self.features_extractor_kwargs, self.normalize_images
+        )
+        return self.features_extractor_class(self.observation_space, **kwargs)
 
     def _preprocessor(self) -> nn.Module:
         return make_preprocessor(self.observation_space, self.normalize_images)
@@ -665,6 +669,8 @@ def _check_state_shapes(
         raise ModelFileError(f"normalize_obs must be a bool, got {normalize_obs!r}")
     try:
         _check_observation_space(observation_space, extractor)
+        normalize_images = kwargs.get("normalize_images", True) is not False
+        extractor_kwargs = extractor_kwargs_for(extractor, extractor_kwargs, normalize_images)
         features_dim, extractor_shapes = extractor_state_shapes(extractor, observation_space, extractor_kwargs)
     except (TypeError, ValueError) as exc:
         raise ModelFileError(f"the declared features extractor cannot be built: {exc}") from exc

@@ -137,7 +137,7 @@ class VecNormalize(VecEnvWrapper):
                 if not isinstance(space.spaces[key], spaces.Box):
                     raise ValueError(
                         f"VecNormalize only supports Box subspaces, but key {key!r} is {space.spaces[key]}; "
-                        "leave it out of norm_obs_keys"
+                        "explicitly pass the observation keys to normalize with norm_obs_keys=[...], leaving it out"
                     )
             self.norm_obs_keys = keys
             self.obs_rms = {key: RunningMeanStd(shape=space.spaces[key].shape) for key in keys}
