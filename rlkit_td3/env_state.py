@@ -124,7 +124,7 @@ def restart_envs(
             model._venv.unwrapped.set_attr("np_random", generators)
     stats = episode_statistics(model._venv)
     if stats is not None:  # the recent episodes, for rollout/ep_rew_mean
-        for r, n in model._saved_episode_infos:
+        for r, n in getattr(model, "_saved_episode_infos", ()):
             stats.return_queue.append(r)
             stats.length_queue.append(n)
     if model._autoreset_mode == AutoresetMode.DISABLED:
