@@ -1,32 +1,31 @@
 """Saving, loading and resuming a model: the model file's content, built and checked, and the training state.
 
-`rlkit_td3.serialization` holds the zip format and `rlkit_td3.file_checks` the checks of each entry; this module
-fills one from a model and a model from one (``save``, ``load``), moves weights in and out (``get_parameters``,
-``set_parameters``) and saves and restores everything a run's future depends on (counters, random generators, the
-envs' generators, the rollout in flight), which is what makes ``learn`` after ``load`` continue a run exactly.
+`rlkit_td3.serialization` holds the zip format and `rlkit_td3.file_checks` the checks of the file as a whole (entry
+sizes, counters, ``n_envs``); this module fills one from a model and a model from one (``save``, ``load``). It
+knows no component's layout: it walks the model's components and stores what their ``state_dict()`` returns, then
+hands it back to their ``load_state_dict()``, which checks it (the component state protocol, see the Architecture
+page): the policy (``policy.pth``) and its optimizers (``<name>.pth``), the training state
+(`rlkit_td3.training_state.TrainingState`: the loop's counters and generators, the envs' records, the noise, the
+schedules, the fused update; JSON in the metadata, tensors in ``training_state.pth``) and the replay buffer (its
+own file, ``replay_buffer.npz``). That is what makes ``learn`` after ``load`` continue a run exactly.
 ``BaseAlgorithm``'s public methods of the same names call these functions with the model.
 """
 
 from __future__ import annotations
 
-import hashlib
 import importlib.metadata
 import io
 import os
 import platform
 import sys
-import warnings
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 import torch
-from gymnasium import spaces
 from gymnasium.vector import VectorEnv
 
-from rlkit_td3 import env_state
-from rlkit_td3.buffers import BUFFER_REGISTRY
-from rlkit_td3.dict_obs import flat_obs_dim, obs_shapes, obs_to_tensors
+from rlkit_td3.buffers import BUFFER_REGISTRY, ReplayBuffer
 from rlkit_td3.env_state import exact_resume_problem
 from rlkit_td3.file_checks import (
     ACTIVATIONS,
@@ -34,36 +33,23 @@ from rlkit_td3.file_checks import (
     OPTIMIZERS,
     CallerArgumentError,
     allowed_class,
-    check_allocation,
     check_counters,
     check_custom_objects,
     check_load_overrides,
     check_n_envs,
     check_noise_spec,
-    check_optimizer_state,
-    check_policy_state,
     check_schedule_spec,
-    check_training_state,
     entry_byte_limits,
     existing_zip_path,
     print_system_info_of,
     zip_path_for_save,
 )
 from rlkit_td3.load_arguments import check_same_policy_kwargs
-from rlkit_td3.matmul_choice import MATMUL_CHOICES, check_matmul_choice
 from rlkit_td3.model_files import FileFormat, algorithm_class, register_format
 from rlkit_td3.noise import noise_from_dict
 from rlkit_td3.parameters import get_parameters, set_parameters
-from rlkit_td3.policies import POLICY_ALIASES, CnnPolicy, MultiInputPolicy, TD3Policy
-from rlkit_td3.policies.networks import parse_net_arch
-from rlkit_td3.policies.td3_policy import _check_state_shapes
-from rlkit_td3.schedules import (
-    Schedule,
-    load_schedule_states,
-    schedule_from_dict,
-    schedule_states,
-    schedule_to_dict,
-)
+from rlkit_td3.policies import POLICY_ALIASES
+from rlkit_td3.schedules import Schedule, schedule_from_dict, schedule_to_dict
 from rlkit_td3.serialization import (
     BUFFER_ENTRY,
     FORMAT_NAME,
@@ -72,17 +58,13 @@ from rlkit_td3.serialization import (
     class_to_name,
     read_model_zip,
     require_bool,
-    rng_state_to_json,
-    set_rng_state,
     space_from_dict,
     space_to_dict,
     write_model_zip,
 )
 from rlkit_td3.torch_layers import FEATURES_EXTRACTORS
-from rlkit_td3.utils import (
-    _check_device,
-    _check_int,
-)
+from rlkit_td3.training_state import MAX_TORCH_THREADS, TrainingState, restore_smoothing_rng, split_tensors
+from rlkit_td3.utils import _check_device
 from rlkit_td3.vec_env.training_env import (
     as_training_env,
     check_action_space,
@@ -91,25 +73,6 @@ from rlkit_td3.version import __version__
 
 MAX_N_ENVS = 65_536
 """Largest ``n_envs`` a model file may declare."""
-
-MAX_TORCH_THREADS = 4096
-"""Largest torch intra-op thread count a model file may record."""
-
-
-def _file_int(state: dict[str, Any], key: str, minimum: int, maximum: int | None) -> int | None:
-    """An optional int field of a file's training state: ``None`` when absent, else checked."""
-    value = state.get(key)
-    if value is None:
-        return None
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int)
-        or value < minimum
-        or (maximum is not None and value > maximum)
-    ):
-        allowed = f"an int >= {minimum}" + ("" if maximum is None else f" and <= {maximum}")
-        raise ModelFileError(f"training_state: {key} must be {allowed}, got {value!r}")
-    return value
 
 
 def _imported_version(module: str) -> str | None:
@@ -120,28 +83,6 @@ def _imported_version(module: str) -> str | None:
         return importlib.metadata.version(module)
     except importlib.metadata.PackageNotFoundError:
         return None
-
-
-def _check_policy_size(
-    observation_space: spaces.Box, action_space: spaces.Box, policy_kwargs: dict[str, Any], state: Any
-) -> None:
-    """Refuse a file whose declared network sizes do not match its stored tensors, before building anything.
-
-    Without this a forged ``net_arch`` could make loading allocate and initialise huge networks.
-    """
-    pi, qf = parse_net_arch(policy_kwargs.get("net_arch", [400, 300]))
-    n_critics = _check_int("n_critics", policy_kwargs.get("n_critics", 2), 1)
-    obs_dim, act_dim = int(np.prod(observation_space.shape)), int(np.prod(action_space.shape))
-
-    def count(sizes: list[int]) -> int:
-        return sum(a * b + b for a, b in zip(sizes[:-1], sizes[1:]))
-
-    expected = 2 * count([obs_dim, *pi, act_dim]) + 2 * n_critics * count([obs_dim + act_dim, *qf, 1])
-    if not isinstance(state, dict) or not all(isinstance(t, torch.Tensor) for t in state.values()):
-        raise ModelFileError("the policy entry is not a state dict of tensors")
-    stored = sum(t.numel() for t in state.values())
-    if stored != expected:
-        raise ModelFileError(f"the networks the metadata declares have {expected} parameters, the file stores {stored}")
 
 
 def _schedule_entry(model: Any, name: str, schedule: Schedule | None, pickled: dict[str, Any]) -> Any:
@@ -246,103 +187,15 @@ def save(model: Any, path: str | os.PathLike[str], include_buffer: bool = False)
             "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
         },
     }
-    metadata["training_state"] = _training_state(model)
+    # the components, each by its state protocol: the file stores what they return, in the entries named here
+    metadata["training_state"], training_tensors = split_tensors(TrainingState(model).state_dict())
     tensors = {
         "policy": model.policy.state_dict(),
-        "actor_optimizer": model.policy.actor_optimizer.state_dict(),
-        "critic_optimizer": model.policy.critic_optimizer.state_dict(),
-        "training_state": {"smoothing_rng": model._smoothing_rng.get_state()},
+        **model.policy.optimizer_state_dict(),
+        "training_state": training_tensors,
     }
-    if model._last_obs is not None:
-        tensors["training_state"]["last_obs"] = obs_to_tensors(model._last_obs)
     blobs = {BUFFER_ENTRY: model.replay_buffer.to_bytes()} if include_buffer else {}
     write_model_zip(path, metadata, tensors, pickled, blobs)
-
-
-def _training_state(model: Any) -> dict[str, Any]:
-    """What determines the future of the run, besides the networks, optimizers and buffer (JSON)."""
-    return {
-        "rollout": None if model._rollout is None else dict(model._rollout),
-        "progress_remaining": model._current_progress_remaining,
-        "start_timesteps": model._start_timesteps,
-        "total_timesteps": model._total_timesteps,
-        "env_seeded": model._env_seeded,
-        "episode_infos": [[info["r"], info["l"]] for info in model.ep_info_buffer],
-        "warmup_rng": rng_state_to_json(model._warmup_rng),
-        "action_noise": None if model.action_noise is None else model.action_noise.state_dict(),
-        "schedules": schedule_states(_schedules(model)),
-        **env_state.state_dict(model),  # env_rngs, sb3_pre_reset, needs_reset
-        "torch_num_threads": model._learn_num_threads
-        or (model.torch_num_threads if isinstance(model.torch_num_threads, int) else None)
-        or torch.get_num_threads(),
-        "fused_update_matmul": check_matmul_choice(getattr(model, "fused_update_matmul", "auto")),
-    }
-
-
-SCHEDULE_NAMES = ("learning_rate", "actor_learning_rate", "critic_learning_rate")
-"""The model's schedules, by constructor argument name."""
-
-
-def _schedules(model: Any) -> dict[str, Schedule]:
-    """The learning-rate schedules the model holds, by constructor argument name."""
-    return {name: getattr(model, name) for name in SCHEDULE_NAMES if getattr(model, name) is not None}
-
-
-def _restore_training_state(
-    model: Any, state: dict[str, Any], tensors: dict[str, Any], saved_n_envs: int | None = None
-) -> None:
-    """Inverse of `_training_state()` (plus the tensors), applied by `load()`.
-
-    Fields added after the first file format are optional: files without them load as before.
-    """
-    model._rollout = None if state["rollout"] is None else {k: int(v) for k, v in state["rollout"].items()}
-    model._current_progress_remaining = float(state["progress_remaining"])
-    start = _file_int(state, "start_timesteps", 0, model.num_timesteps)
-    total = _file_int(state, "total_timesteps", 0, None)
-    if start is not None and total is not None:
-        if start > total:
-            raise ModelFileError(f"training_state: start_timesteps={start} is after total_timesteps={total}")
-        model._start_timesteps, model._total_timesteps = start, total
-    model.torch_num_threads = _file_int(state, "torch_num_threads", 1, MAX_TORCH_THREADS)
-    matmul = state.get("fused_update_matmul", "auto")  # absent from files written before it was saved
-    if not isinstance(matmul, str) or matmul not in MATMUL_CHOICES:
-        raise ModelFileError(
-            f"training_state: fused_update_matmul must be one of {', '.join(MATMUL_CHOICES)}, got {matmul!r}"
-        )
-    model.fused_update_matmul = matmul
-    model._env_seeded = bool(state["env_seeded"])
-    model._saved_episode_infos = [(float(r), int(n)) for r, n in state["episode_infos"]]
-    set_rng_state(model._warmup_rng, state["warmup_rng"])
-    if model.action_noise is not None and state["action_noise"] is not None:
-        model.action_noise.load_state_dict(state["action_noise"])
-    load_schedule_states(_schedules(model), state.get("schedules"), SCHEDULE_NAMES, "training_state: schedules")
-    restore_smoothing_rng(model._smoothing_rng, tensors["smoothing_rng"])
-    env_state.load_state_dict(
-        model, state, tensors.get("last_obs"), model.n_envs if saved_n_envs is None else saved_n_envs
-    )
-
-
-def restore_smoothing_rng(generator: torch.Generator, state: torch.Tensor) -> None:
-    """Restore the target policy smoothing generator from a checked saved state (`check_torch_generator_state`).
-
-    A state saved on another kind of device (CUDA's Philox seed and offset for a CPU generator, or the CPU's MT19937
-    state for a CUDA one: a model trained on a GPU and loaded on a laptop) cannot be set on this generator. It is
-    then seeded from a hash of the saved state, with a warning: the run goes on with other smoothing noise than on
-    the saved device (its updates would differ anyway, as another device's kernels round differently), and loading
-    the same file on the same device gives the same noise again.
-    """
-    if state.numel() == generator.get_state().numel():
-        generator.set_state(state)
-        return
-    seed = int.from_bytes(hashlib.sha256(state.cpu().numpy().tobytes()).digest()[:8], "little")
-    generator.manual_seed(seed)
-    warnings.warn(
-        f"the target policy smoothing noise generator was saved on another kind of device ({state.numel()}-byte "
-        f"state) and cannot be restored on {generator.device}: it continues from a seed derived from the saved "
-        "state, so the run does not go on bit for bit as it would on the device it was saved on",
-        UserWarning,
-        stacklevel=4,
-    )
 
 
 def load(
@@ -438,51 +291,32 @@ def _fill_from_file(
     except (TypeError, ValueError) as exc:
         raise CallerArgumentError() from exc
     num_timesteps, n_updates, episode_num = check_counters(metadata["counters"])
-    beyond_mlp = {
-        "features_extractor_class",
-        "features_extractor_kwargs",
-        "share_features_extractor",
-        "critic_layer_norm",
-        "normalize_obs",
-    }
-    if model.policy_class is TD3Policy and not beyond_mlp & set(model.policy_kwargs):
-        _check_policy_size(observation_space, action_space, model.policy_kwargs, tensors["policy"])
-    elif model.policy_class in (TD3Policy, CnnPolicy, MultiInputPolicy):
-        # exact tensor shapes, features extractor included (checked on the meta device: nothing allocated)
-        _check_state_shapes(model.policy_class, observation_space, action_space, model.policy_kwargs, tensors["policy"])
-    obs_dim, act_dim = flat_obs_dim(observation_space), int(np.prod(action_space.shape))
-    per_row = 4 * (obs_dim * (1 if model.optimize_memory_usage else 2) + act_dim + 1) + 2
-    check_allocation(
-        f"a replay buffer of {model.buffer_size} transitions (pass a smaller buffer_size= to load() to build "
-        "a smaller one)",
-        model.buffer_size * per_row,
-    )
+    # before anything is built: the stored networks are those declared, the declared buffer fits in memory
+    model.policy_class.check_saved_state(observation_space, action_space, model.policy_kwargs, tensors["policy"])
+    check_memory = getattr(model.replay_buffer_class, "check_memory", ReplayBuffer.check_memory)
+    check_memory(model.buffer_size, observation_space, action_space, model.optimize_memory_usage)
     model.observation_space, model.action_space = observation_space, action_space
     model.n_envs = n_envs
     if vec is not None:
         model._set_env_and_spaces(vec)
     model._setup_model()
-    check_policy_state("policy.pth", tensors["policy"], model.policy)
-    model.policy.load_state_dict(tensors["policy"])
-    for name in ("actor_optimizer", "critic_optimizer"):
-        optimizer = getattr(model.policy, name)
-        optimizer.load_state_dict(check_optimizer_state(f"{name}.pth", tensors[name], optimizer))
+    # the components, each checking its own state (the component state protocol)
+    model.policy.load_state_dict(tensors["policy"], entry="policy.pth")
+    model.policy.load_optimizer_state_dict(tensors, entry="{name}.pth")
     model.num_timesteps, model._n_updates, model._episode_num = num_timesteps, n_updates, episode_num
     if BUFFER_ENTRY in blobs:
         model.replay_buffer.load(io.BytesIO(blobs[BUFFER_ENTRY]))
     if "training_state" in metadata:
-        check_training_state(
-            metadata["training_state"],
-            tensors.get("training_state"),
-            n_envs=n_envs,
-            observation_shape=obs_shapes(observation_space),
-            action_noise=model.action_noise,
-            device=model.device,
-        )
+        training_tensors = tensors.get("training_state", {})
+        if not isinstance(training_tensors, dict):
+            raise ModelFileError("training_state.pth must hold a dict")
         # force_reset needs no action: a loaded model's envs are always reset before its next step (at an
         # episode boundary by the reset the saved run would do next, keeping exact resume; mid-episode the
         # episode in flight restarts).
-        _restore_training_state(model, metadata["training_state"], tensors.get("training_state", {}), n_envs)
+        state = metadata["training_state"]
+        if not isinstance(state, dict):
+            raise ModelFileError("training_state must be a dict")
+        TrainingState(model, saved_n_envs=n_envs).load_state_dict({**state, **training_tensors})
     model._fit_to_env(strict=False)  # the noise of a model saved with another n_envs than env's
 
 
@@ -550,7 +384,8 @@ def _constructor_kwargs_from_metadata(
     }
 
 
-# get_parameters and set_parameters live in rlkit_td3.parameters; re-exported here, where they were first
-__all__ = ["get_parameters", "load", "restore_smoothing_rng", "save", "set_parameters"]
+# get_parameters and set_parameters live in rlkit_td3.parameters, restore_smoothing_rng in rlkit_td3.training_state;
+# re-exported here, where they were first
+__all__ = ["MAX_TORCH_THREADS", "get_parameters", "load", "restore_smoothing_rng", "save", "set_parameters"]
 
 register_format(FileFormat("rlkit_td3", load=load, save=save))

@@ -1,8 +1,9 @@
 """The envs' part of a run's state: each sub-env's random generator, `DummyVecEnv`'s records of the generator
 states before its auto-resets, and bringing freshly made envs to where a saved run's envs stood.
 
-`rlkit_td3.checkpoint` saves these records with the training state and calls `restart_envs` on load; `BaseAlgorithm`
-asks `exact_resume_problem` whether a checkpoint of its run could resume exactly.
+`EnvRecords` is that part as a component of the state protocol (``state_dict`` / ``load_state_dict``), part of the
+model's training state (`rlkit_td3.training_state`); `BaseAlgorithm` asks `exact_resume_problem` whether a
+checkpoint of its run could resume exactly.
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ import numpy as np
 import torch
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 
-from rlkit_td3.dict_obs import obs_from_tensors, stack_obs
+from rlkit_td3.dict_obs import obs_from_tensors, obs_shapes, obs_to_tensors, stack_obs
 from rlkit_td3.serialization import ModelFileError, rng_state_to_json, set_rng_state
+from rlkit_td3.validators import check_rng_json
 from rlkit_td3.vec_env.dummy_vec_env import DummyVecEnv
 from rlkit_td3.vec_env.gymnasium_bridge import GymnasiumVecEnv
 from rlkit_td3.vec_env.training_env import episode_statistics
@@ -122,7 +124,7 @@ def restart_envs(
             model._venv.unwrapped.set_attr("np_random", generators)
     stats = episode_statistics(model._venv)
     if stats is not None:  # the recent episodes, for rollout/ep_rew_mean
-        for r, n in model._saved_episode_infos:
+        for r, n in getattr(model, "_saved_episode_infos", ()):
             stats.return_queue.append(r)
             stats.length_queue.append(n)
     if model._autoreset_mode == AutoresetMode.DISABLED:
@@ -159,33 +161,98 @@ def state_dict(model: Any) -> dict[str, Any]:
     }
 
 
-def load_state_dict(model: Any, state: dict[str, Any], last_obs: Any, saved_n_envs: int) -> None:
-    """Check the records of `state_dict()` (in the training state ``state``; each optional: older files lack them)
-    against the ``saved_n_envs`` envs they were saved for, then bring the model's envs (if any) to where they stood.
+def _check_last_obs(entry: str, last_obs: Any, expected: tuple[int, ...]) -> None:
+    if not isinstance(last_obs, torch.Tensor) or tuple(last_obs.shape) != expected:
+        got = tuple(last_obs.shape) if isinstance(last_obs, torch.Tensor) else type(last_obs).__name__
+        raise ModelFileError(f"{entry} has shape {got}, the model needs {expected}")
+    if last_obs.dtype.is_complex:
+        raise ModelFileError(f"{entry} must be real numbers, got {last_obs.dtype}")
+    if last_obs.is_floating_point() and not bool(torch.isfinite(last_obs).all()):
+        raise ModelFileError(f"{entry} holds non-finite values")
 
-    Raises:
-        ModelFileError: a record of the wrong shape.
+
+class EnvRecords:
+    """The envs' part of a run as a component of the state protocol: ``env_rngs``, ``sb3_pre_reset`` and
+    ``needs_reset`` (`state_dict()`, JSON) and ``last_obs`` (the observations the envs stand at, tensors).
+
+    Args:
+        model: the model whose envs these are.
+        saved_n_envs: the number of envs the state was saved with (default: the model's ``n_envs``); loaded
+            onto another number of envs, every episode restarts.
     """
-    needs_reset = state.get("needs_reset")
-    if needs_reset is not None and (
-        not isinstance(needs_reset, list)
-        or len(needs_reset) != saved_n_envs
-        or not all(isinstance(x, bool) for x in needs_reset)
-    ):
-        raise ModelFileError(
-            f"training_state: needs_reset must be a list of {saved_n_envs} booleans, got {needs_reset!r}"
-        )
-    pre_reset = state.get("sb3_pre_reset")
-    if pre_reset is not None and (
-        not isinstance(pre_reset, list)
-        or len(pre_reset) != saved_n_envs
-        or not all(x is None or isinstance(x, dict) for x in pre_reset)
-    ):
-        raise ModelFileError(
-            f"training_state: sb3_pre_reset must be a list of {saved_n_envs} generator states or nulls"
-        )
-    if model._venv is not None:
-        if saved_n_envs != model.n_envs:  # loaded onto another number of envs: every episode restarts
+
+    keys = ("env_rngs", "sb3_pre_reset", "needs_reset", "last_obs")
+    """The entries of the state (each optional: older files lack them)."""
+
+    def __init__(self, model: Any, saved_n_envs: int | None = None) -> None:
+        self.model = model
+        self.saved_n_envs = model.n_envs if saved_n_envs is None else saved_n_envs
+
+    def state_dict(self) -> dict[str, Any]:
+        """The records (`state_dict` of the module) and ``last_obs`` as tensors (absent when there is none)."""
+        state = state_dict(self.model)
+        if self.model._last_obs is not None:
+            state["last_obs"] = obs_to_tensors(self.model._last_obs)
+        return state
+
+    def check_state(self, state: Any) -> None:
+        """Refuse records of the wrong shape for ``saved_n_envs`` envs and the model's observation space.
+
+        Raises:
+            ModelFileError: naming the record.
+        """
+        if not isinstance(state, dict):
+            raise ModelFileError(f"the env records must be a dict, got {type(state).__name__}")
+        n_envs = self.saved_n_envs
+        env_rngs = state.get("env_rngs")
+        if env_rngs is not None:
+            if not isinstance(env_rngs, list) or len(env_rngs) != n_envs:
+                raise ModelFileError(f"training_state.env_rngs must be a list of {n_envs} generator states")
+            for i, spec in enumerate(env_rngs):
+                check_rng_json(f"training_state.env_rngs[{i}]", spec)
+        last_obs, shapes = state.get("last_obs"), obs_shapes(self.model.observation_space)
+        if isinstance(shapes, dict) and last_obs is not None:  # Dict observations: one tensor per key
+            if not isinstance(last_obs, dict) or list(last_obs) != list(shapes):
+                got = list(last_obs) if isinstance(last_obs, dict) else type(last_obs).__name__
+                raise ModelFileError(f"training_state.last_obs must hold the keys {list(shapes)}, got {got}")
+            for key, shape in shapes.items():
+                _check_last_obs(f"training_state.last_obs[{key!r}]", last_obs[key], (n_envs, *shape))
+        elif last_obs is not None:
+            _check_last_obs("training_state.last_obs", last_obs, (n_envs, *shapes))
+        needs_reset = state.get("needs_reset")
+        if needs_reset is not None and (
+            not isinstance(needs_reset, list)
+            or len(needs_reset) != n_envs
+            or not all(isinstance(x, bool) for x in needs_reset)
+        ):
+            raise ModelFileError(
+                f"training_state: needs_reset must be a list of {n_envs} booleans, got {needs_reset!r}"
+            )
+        pre_reset = state.get("sb3_pre_reset")
+        if pre_reset is not None and (
+            not isinstance(pre_reset, list)
+            or len(pre_reset) != n_envs
+            or not all(x is None or isinstance(x, dict) for x in pre_reset)
+        ):
+            raise ModelFileError(f"training_state: sb3_pre_reset must be a list of {n_envs} generator states or nulls")
+
+    def load_state_dict(self, state: Any) -> None:
+        """Check the records (`check_state`), then bring the model's envs (if any) to where they stood.
+
+        Raises:
+            ModelFileError: a record of the wrong shape; nothing was changed.
+        """
+        self.check_state(state)
+        model = self.model
+        if model._venv is None:
+            return
+        if self.saved_n_envs != model.n_envs:  # loaded onto another number of envs: every episode restarts
             restart_envs(model, None, None, None)
         else:
-            restart_envs(model, state.get("env_rngs"), last_obs, needs_reset, pre_reset)
+            restart_envs(
+                model,
+                state.get("env_rngs"),
+                state.get("last_obs"),
+                state.get("needs_reset"),
+                state.get("sb3_pre_reset"),
+            )

@@ -1,13 +1,11 @@
-"""Checks that the parts of a model file agree with each other and with the model, before anything uses them.
+"""Checks of a model file as a whole, before anything uses it: the entry sizes its metadata justifies (read
+before the entries are), its counters and its ``n_envs`` against the records that depend on it.
 
-`load()` reads a file's entries (see `rlkit_td3.serialization`)
-and calls these functions on them (the networks, the optimizers, the entry sizes and the training state; each
-component checks its own saved state: the generic checks are in `rlkit_td3.validators`, a buffer file's with its
-buffer, a noise's in `rlkit_td3.noise`, a schedule's in `rlkit_td3.schedules`, ``load()``'s arguments in
-`rlkit_td3.load_arguments`): every tensor an optimizer will hand to a kernel must have the shape and
-dtype of the parameter it belongs to, every count must be in range and consistent with the arrays that back
-it, every random generator state must be well formed, and every entry must stay within a size that the
-metadata justifies. Each raises `ModelFileError` naming the entry.
+Each component checks its own saved state as it loads it (the component state protocol): the policy and its
+optimizers (`rlkit_td3.state_checks`, through ``TD3Policy.load_state_dict``), a buffer file with its buffer, a
+noise in `rlkit_td3.noise`, a schedule in `rlkit_td3.schedules`, the training state in
+`rlkit_td3.training_state`, ``load()``'s arguments in `rlkit_td3.load_arguments`; the generic checks are in
+`rlkit_td3.validators`. Each raises `ModelFileError` naming the entry.
 
 The limits are listed on the Security page of the docs.
 """
@@ -61,8 +59,6 @@ from rlkit_td3.validators import (
     read_npy_member,
 )
 
-MAX_EPISODE_INFOS = 100
-"""Most recent-episode records a training state may hold (the statistics window)."""
 # re-exported: the bool check of every trust switch, and the checks that moved to their components' modules
 __all__ = [
     "ACTIVATIONS",
@@ -212,79 +208,6 @@ def check_n_envs(metadata: dict[str, Any], tensors: dict[str, Any], max_n_envs: 
     if isinstance(env_rngs, list) and len(env_rngs) != n_envs:
         raise ModelFileError(f"training_state.env_rngs holds {len(env_rngs)} generators, n_envs is {n_envs}")
     return n_envs
-
-
-def check_training_state(
-    state: Any,
-    tensors: Any,
-    *,
-    n_envs: int,
-    observation_shape: tuple[int, ...] | dict[str, tuple[int, ...]],
-    action_noise: Any,
-    device: torch.device,
-) -> None:
-    """The ``training_state`` metadata and tensors against the model (fields read by ``_restore_training_state``)."""
-    if not isinstance(state, dict):
-        raise ModelFileError("training_state must be a dict")
-    if not isinstance(tensors, dict):
-        raise ModelFileError("training_state.pth must hold a dict")
-    unknown = set(tensors) - {"smoothing_rng", "last_obs"}
-    if unknown:
-        raise ModelFileError(f"training_state.pth has unknown entries {sorted(map(str, unknown))}")
-    try:
-        rollout = state["rollout"]
-        progress = state["progress_remaining"]
-        env_seeded = state["env_seeded"]
-        episode_infos = state["episode_infos"]
-        warmup_rng = state["warmup_rng"]
-        noise_state = state["action_noise"]
-    except KeyError as exc:
-        raise ModelFileError(f"training_state lacks {exc}") from exc
-    if rollout is not None:
-        if not isinstance(rollout, dict) or set(rollout) != {"calls", "episodes", "collected"}:
-            raise ModelFileError(f"training_state.rollout must be None or hold calls, episodes, collected: {rollout!r}")
-        for key, value in rollout.items():
-            _int(f"training_state.rollout.{key}", value)
-    _number("training_state.progress_remaining", progress, 0.0, 1.0)
-    if not isinstance(env_seeded, bool):
-        raise ModelFileError(f"training_state.env_seeded must be a bool, got {env_seeded!r}")
-    if not isinstance(episode_infos, list) or len(episode_infos) > MAX_EPISODE_INFOS:
-        raise ModelFileError(f"training_state.episode_infos must be a list of at most {MAX_EPISODE_INFOS} records")
-    for record in episode_infos:
-        if not isinstance(record, list) or len(record) != 2:
-            raise ModelFileError(f"training_state.episode_infos holds {str(record)[:100]}, not [return, length]")
-        _number("training_state.episode_infos return", record[0])
-        _int("training_state.episode_infos length", record[1], 1)
-    check_rng_json("training_state.warmup_rng", warmup_rng)
-    check_noise_state("training_state.action_noise", noise_state, action_noise)
-    env_rngs = state.get("env_rngs")
-    if env_rngs is not None:
-        if not isinstance(env_rngs, list) or len(env_rngs) != n_envs:
-            raise ModelFileError(f"training_state.env_rngs must be a list of {n_envs} generator states")
-        for i, spec in enumerate(env_rngs):
-            check_rng_json(f"training_state.env_rngs[{i}]", spec)
-    if "smoothing_rng" not in tensors:
-        raise ModelFileError("training_state.pth lacks smoothing_rng")
-    check_torch_generator_state("training_state.smoothing_rng", tensors["smoothing_rng"], device)
-    last_obs = tensors.get("last_obs")
-    if isinstance(observation_shape, dict) and last_obs is not None:  # Dict observations: one tensor per key
-        if not isinstance(last_obs, dict) or list(last_obs) != list(observation_shape):
-            got = list(last_obs) if isinstance(last_obs, dict) else type(last_obs).__name__
-            raise ModelFileError(f"training_state.last_obs must hold the keys {list(observation_shape)}, got {got}")
-        for key, shape in observation_shape.items():
-            _check_last_obs(f"training_state.last_obs[{key!r}]", last_obs[key], (n_envs, *shape))
-    elif last_obs is not None:
-        _check_last_obs("training_state.last_obs", last_obs, (n_envs, *observation_shape))
-
-
-def _check_last_obs(entry: str, last_obs: Any, expected: tuple[int, ...]) -> None:
-    if not isinstance(last_obs, torch.Tensor) or tuple(last_obs.shape) != expected:
-        got = tuple(last_obs.shape) if isinstance(last_obs, torch.Tensor) else type(last_obs).__name__
-        raise ModelFileError(f"{entry} has shape {got}, the model needs {expected}")
-    if last_obs.dtype.is_complex:
-        raise ModelFileError(f"{entry} must be real numbers, got {last_obs.dtype}")
-    if last_obs.is_floating_point() and not bool(torch.isfinite(last_obs).all()):
-        raise ModelFileError(f"{entry} holds non-finite values")
 
 
 # ---------------------------------------------------------------------------- replay buffer files

@@ -83,6 +83,7 @@ from rlkit_td3.matmul_choice import (  # noqa: F401  (the choice's names: import
 )
 from rlkit_td3.optim import optimizer_step
 from rlkit_td3.policies.networks import Actor, CriticEnsemble, ScaleImages, _FlattenBatch
+from rlkit_td3.serialization import ModelFileError
 from rlkit_td3.torch_layers import FlattenExtractor
 
 _threshold_backward = torch.ops.aten.threshold_backward.grad_input
@@ -649,3 +650,33 @@ class FusedUpdate:
                 _threshold_backward(dh[i - 1], hs[i - 1], 0.0, grad_input=dh[i - 1])
                 grad, grad_t = dh[i - 1], self.da_h_t[i - 1]
         return actor_loss
+
+
+class FusedUpdateState:
+    """The fused update's part of a run, as a component of the state protocol: which library computes its
+    matrix products (``model.fused_update_matmul``), so that a resumed run makes the same choice. The
+    `FusedUpdate` itself holds no state a run depends on: it is rebuilt from the model when needed.
+    """
+
+    keys = ("fused_update_matmul",)
+    """The entries of the state."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+
+    def state_dict(self) -> dict[str, Any]:
+        """``{"fused_update_matmul": choice}``."""
+        return {"fused_update_matmul": check_matmul_choice(getattr(self.model, "fused_update_matmul", "auto"))}
+
+    def load_state_dict(self, state: Any) -> None:
+        """Restore the choice (``"auto"`` where the state lacks it: files written before it was saved).
+
+        Raises:
+            ModelFileError: the choice is not one of `MATMUL_CHOICES`.
+        """
+        matmul = state.get("fused_update_matmul", "auto") if isinstance(state, dict) else None
+        if not isinstance(matmul, str) or matmul not in MATMUL_CHOICES:
+            raise ModelFileError(
+                f"training_state: fused_update_matmul must be one of {', '.join(MATMUL_CHOICES)}, got {matmul!r}"
+            )
+        self.model.fused_update_matmul = matmul

@@ -6,10 +6,12 @@ checkpoint, continues its progress (see ``OffPolicyAlgorithm.learn``). A plain f
 The two classes here can be described in JSON, so a saved model stores them declaratively; any other callable
 works while training but is only saved through the pickle fallback (see `rlkit_td3.serialization`).
 
-A schedule may keep state of its own (a count of calls, a plateau detector): give it ``get_state()``,
-returning JSON-serialisable data, and ``set_state(state)`` (see `StatefulSchedule`). Every model file
-then stores that state, and ``load`` gives it back to the schedule, also to one passed through
-``custom_objects``, so that a resumed run continues it exactly.
+A schedule may keep state of its own (a count of calls, a plateau detector): give it the component state
+protocol, ``state_dict()`` returning JSON-serialisable data and ``load_state_dict(state)`` checking and
+restoring it (or the older names ``get_state()`` / ``set_state(state)``, see `StatefulSchedule`). Every model
+file then stores that state, and ``load`` gives it back to the schedule, also to one passed through
+``custom_objects``, so that a resumed run continues it exactly. `ScheduleStates` is the model's schedules as
+one component.
 """
 
 from __future__ import annotations
@@ -84,6 +86,14 @@ class ConstantSchedule:
         """JSON description of the schedule."""
         return {"type": "constant", "value": self.value}
 
+    def state_dict(self) -> dict[str, Any]:
+        """The state protocol: a built-in schedule has no changing state (``{}``)."""
+        return {}
+
+    def load_state_dict(self, state: Any) -> None:
+        """Accept only ``{}`` (`_stateless`)."""
+        _stateless(type(self).__name__, state)
+
 
 @dataclass(frozen=True)
 class LinearSchedule:
@@ -112,6 +122,19 @@ class LinearSchedule:
     def to_dict(self) -> dict[str, Any]:
         """JSON description of the schedule."""
         return {"type": "linear", "start": self.start, "end": self.end, "end_fraction": self.end_fraction}
+
+    def state_dict(self) -> dict[str, Any]:
+        """The state protocol: a built-in schedule has no changing state (``{}``)."""
+        return {}
+
+    def load_state_dict(self, state: Any) -> None:
+        """Accept only ``{}`` (`_stateless`)."""
+        _stateless(type(self).__name__, state)
+
+
+def _stateless(name: str, state: Any) -> None:
+    if state != {}:
+        raise ModelFileError(f"{name} has no state: its state must be {{}}, got {str(state)[:200]}")
 
 
 def as_schedule(value: ScheduleLike, name: str = "learning_rate") -> Schedule:
@@ -176,15 +199,26 @@ def check_schedule_spec(entry: str, spec: Any) -> None:
     raise ModelFileError(f"{entry} is not a constant or linear schedule: {str(spec)[:200]}")
 
 
+def _has_state(schedule: Any) -> bool:
+    """Whether a schedule keeps state of its own: the state protocol or `StatefulSchedule`, not a built-in."""
+    if isinstance(schedule, (ConstantSchedule, LinearSchedule)):
+        return False
+    return callable(getattr(schedule, "state_dict", None)) or isinstance(schedule, StatefulSchedule)
+
+
+def _state_of(schedule: Any) -> Any:
+    return schedule.state_dict() if callable(getattr(schedule, "state_dict", None)) else schedule.get_state()
+
+
 def schedule_states(schedules: dict[str, Schedule]) -> dict[str, Any]:
-    """The state of each schedule that has one (`StatefulSchedule.get_state`), by name: what a checkpoint stores."""
-    return {
-        name: schedule.get_state() for name, schedule in schedules.items() if isinstance(schedule, StatefulSchedule)
-    }
+    """The state of each schedule that has one (``state_dict()``, or `StatefulSchedule.get_state`), by name:
+    what a checkpoint stores."""
+    return {name: _state_of(schedule) for name, schedule in schedules.items() if _has_state(schedule)}
 
 
 def load_schedule_states(schedules: dict[str, Schedule], states: Any, names: tuple[str, ...], entry: str) -> None:
-    """Give each schedule with ``set_state`` the state stored with it (schedules without it keep none).
+    """Give each schedule with state the state stored with it (``load_state_dict``, else ``set_state``; schedules
+    without state keep none).
 
     Raises:
         ModelFileError: ``states`` is not a dict whose keys are among ``names`` (named ``entry``).
@@ -195,5 +229,37 @@ def load_schedule_states(schedules: dict[str, Schedule], states: Any, names: tup
         raise ModelFileError(f"{entry} must be a dict whose keys are among {', '.join(names)}, got {states!r}")
     for name, spec in states.items():
         schedule = schedules.get(name)
-        if isinstance(schedule, StatefulSchedule):  # a replacement given through custom_objects may be stateless
+        if not _has_state(schedule):  # a replacement given through custom_objects may be stateless
+            continue
+        if callable(getattr(schedule, "load_state_dict", None)):
+            schedule.load_state_dict(spec)
+        else:
             schedule.set_state(spec)
+
+
+SCHEDULE_NAMES = ("learning_rate", "actor_learning_rate", "critic_learning_rate")
+"""A model's schedules, by constructor argument name."""
+
+
+class ScheduleStates:
+    """A model's learning-rate schedules as one component of the state protocol (``schedules`` in a model
+    file's training state): ``{name: state}`` of each schedule that keeps state."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+
+    def _schedules(self) -> dict[str, Schedule]:
+        model = self.model
+        return {name: getattr(model, name) for name in SCHEDULE_NAMES if getattr(model, name, None) is not None}
+
+    def state_dict(self) -> dict[str, Any]:
+        """Each stateful schedule's state, by constructor argument name."""
+        return schedule_states(self._schedules())
+
+    def load_state_dict(self, state: Any) -> None:
+        """Give each schedule its state (``None``: files written before schedules kept state).
+
+        Raises:
+            ModelFileError: a name that is not one of the model's schedules, or what the schedule refuses.
+        """
+        load_schedule_states(self._schedules(), state, SCHEDULE_NAMES, "training_state: schedules")

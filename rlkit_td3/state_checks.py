@@ -75,9 +75,11 @@ _HYPERPARAMETER_RANGES: dict[str, tuple[float, float]] = {
 def check_policy_state(entry: str, state: Any, policy: torch.nn.Module) -> None:
     """The stored state dict has exactly the model's keys, each tensor with its shape and dtype, finite."""
     expected = policy.state_dict()
-    if not isinstance(state, dict) or set(state) != set(expected):
-        keys = sorted(state) if isinstance(state, dict) else type(state).__name__
-        raise ModelFileError(f"{entry} holds {keys}, the model has {sorted(expected)}")
+    if not isinstance(state, dict):
+        raise ModelFileError(f"{entry} must be a state dict, got {type(state).__name__}")
+    if set(state) != set(expected):
+        missing, unknown = sorted(set(expected) - set(state)), sorted(map(str, set(state) - set(expected)))
+        raise ModelFileError(f"{entry} lacks {missing} and has unknown keys {unknown[:10]}")
     for key, reference in expected.items():
         tensor = state[key]
         if not isinstance(tensor, torch.Tensor) or tensor.shape != reference.shape or tensor.dtype != reference.dtype:

@@ -12,7 +12,6 @@ in Stable-Baselines3): the constructor says so.
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import zipfile
@@ -251,14 +250,13 @@ class DictReplayBuffer(ReplayBuffer):
     def _extra_arrays(self) -> dict[str, np.ndarray]:
         return {}
 
-    def to_bytes(self) -> bytes:
-        """The ``.npz`` content `save()` writes (the filled rows of every array, positions, sampler state)."""
+    def _state_members(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """The header and arrays of `to_bytes()` / `state_dict()`: the filled rows of every array, positions,
+        sampler state."""
         rows = self._saved_rows()
         arrays = {name: array[rows] for name, array in self._arrays().items()}
         arrays.update(self._extra_arrays())
-        buf = io.BytesIO()
-        np.savez(buf, meta=np.frombuffer(json.dumps(self._meta()).encode(), dtype=np.uint8), **arrays)
-        return buf.getvalue()
+        return self._meta(), arrays
 
     def load(self, path: str | os.PathLike[str] | IO[bytes]) -> None:
         """Restore a buffer written by `save()` into this buffer (same keys, shapes and dtypes).

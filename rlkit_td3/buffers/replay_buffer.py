@@ -30,10 +30,17 @@ import torch
 from gymnasium import spaces
 
 from rlkit_td3.checks import check_bool
+from rlkit_td3.dict_obs import flat_obs_dim
 from rlkit_td3.preprocessing import is_image_space
 from rlkit_td3.serialization import ModelFileError, atomic_write
 from rlkit_td3.utils import get_device
-from rlkit_td3.validators import MAX_BUFFER_META_BYTES, _int, check_numpy_rng_state, read_npy_member
+from rlkit_td3.validators import (
+    MAX_BUFFER_META_BYTES,
+    _int,
+    check_allocation,
+    check_numpy_rng_state,
+    read_npy_member,
+)
 
 
 class ReplayBufferSamples(NamedTuple):
@@ -431,7 +438,61 @@ class ReplayBuffer:
             fh.write(data)
 
     def to_bytes(self) -> bytes:
-        """The ``.npz`` content `save()` writes (the filled part, positions, sampler state)."""
+        """The ``.npz`` content `save()` writes: the JSON header as ``meta.npy`` and one member per array of
+        `state_dict()` (the filled part, positions, sampler state)."""
+        meta, arrays = self._state_members()
+        buf = io.BytesIO()
+        np.savez(buf, meta=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8), **arrays)
+        return buf.getvalue()
+
+    @classmethod
+    def check_memory(
+        cls, buffer_size: int, observation_space: spaces.Space, action_space: spaces.Space, optimize_memory_usage: bool
+    ) -> None:
+        """Refuse (`rlkit_td3.validators.check_allocation`) a buffer of ``buffer_size`` transitions that this machine
+        could not hold, before allocating it (loading a model file whose ``buffer_size`` was forged)."""
+        obs_dim, act_dim = flat_obs_dim(observation_space), int(np.prod(action_space.shape))
+        per_row = 4 * (obs_dim * (1 if optimize_memory_usage else 2) + act_dim + 1) + 2
+        check_allocation(
+            f"a replay buffer of {buffer_size} transitions (pass a smaller buffer_size= to load() to build "
+            "a smaller one)",
+            buffer_size * per_row,
+        )
+
+    # the component state protocol (see the Architecture page of the docs)
+    def state_dict(self) -> dict[str, Any]:
+        """The buffer's content: ``{"meta": <JSON header>, "arrays": {name: array}}`` (copies), what `to_bytes()`
+        writes. Every buffer kind (uniform, Dict, n-step, prioritized, HER) has it."""
+        meta, arrays = self._state_members()
+        return {"meta": json.loads(json.dumps(meta)), "arrays": {name: np.array(a) for name, a in arrays.items()}}
+
+    def load_state_dict(self, state: Any) -> None:
+        """Restore what `state_dict()` returned (of this buffer or one of the same layout), after the checks a
+        buffer file gets (`load()`: every array's dtype and shape, finite values, positions, sampler state).
+
+        Raises:
+            ModelFileError: (a ``ValueError``) naming the entry that is missing or wrong; nothing was changed.
+        """
+        if not isinstance(state, dict) or set(state) != {"meta", "arrays"}:
+            got = sorted(map(str, state)) if isinstance(state, dict) else type(state).__name__
+            raise ModelFileError(f"a replay buffer state must hold meta and arrays, got {got}")
+        meta, arrays = state["meta"], state["arrays"]
+        if not isinstance(meta, dict) or not isinstance(arrays, dict):
+            raise ModelFileError("a replay buffer state's meta and arrays must be dicts")
+        for name, array in arrays.items():
+            if not isinstance(array, np.ndarray):
+                raise ModelFileError(f"replay buffer state arrays[{name!r}] must be a NumPy array")
+        buf = io.BytesIO()
+        try:
+            header = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+        except (TypeError, ValueError) as exc:
+            raise ModelFileError(f"a replay buffer state's meta is not JSON: {exc}") from exc
+        np.savez(buf, meta=header, **{name: np.ascontiguousarray(a) for name, a in arrays.items()})
+        buf.seek(0)
+        self.load(buf)  # one set of checks for files and states
+
+    def _state_members(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """The JSON header and the arrays of `to_bytes()` / `state_dict()`."""
         meta: dict = {
             "buffer_size": self.buffer_size,
             "pos": self.pos,
@@ -462,9 +523,7 @@ class ReplayBuffer:
             )
         else:
             arrays = {name: array[: self.size()] for name, array in self._arrays().items()}
-        buf = io.BytesIO()
-        np.savez(buf, meta=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8), **arrays)
-        return buf.getvalue()
+        return meta, arrays
 
     def _extra_meta(self) -> dict:
         """Extra JSON-safe entries a subclass stores in the file's header (none for the uniform buffer)."""

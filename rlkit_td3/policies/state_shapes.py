@@ -7,12 +7,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import torch
 from gymnasium import spaces
 from torch import nn
 
-from rlkit_td3.policies.networks import parse_net_arch
+from rlkit_td3.policies.networks import DEFAULT_NET_ARCH, parse_net_arch
 from rlkit_td3.preprocessing import is_image_space
+from rlkit_td3.serialization import ModelFileError
 from rlkit_td3.torch_layers import CombinedExtractor, FlattenExtractor, NatureCNN
 
 
@@ -109,3 +111,95 @@ def _few(names: set[str], limit: int = 6) -> str:
     """Sorted names for an error message, at most ``limit`` of them and a count of the rest."""
     shown = sorted(names)[:limit]
     return str(shown) + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def check_state_shapes(
+    policy_cls: type[nn.Module],
+    observation_space: spaces.Space,
+    action_space: spaces.Space,
+    kwargs: dict[str, Any],
+    state: Any,
+    exact: bool = True,
+) -> None:
+    """Refuse stored tensors that are not exactly those of the declared architecture, before building it.
+
+    Without this a forged ``net_arch`` (or extractor size) could make loading allocate huge networks.
+    Registered subclasses may add networks of their own: for them (``exact=False``) the check covers the
+    `TD3Policy` part, and ``load_state_dict`` (strict) the rest.
+    """
+    if not isinstance(state, dict) or not all(isinstance(t, torch.Tensor) for t in state.values()):
+        raise ModelFileError("the policy entry is not a state dict of tensors")
+    n_critics = kwargs.get("n_critics", 2)
+    if isinstance(n_critics, bool) or not isinstance(n_critics, int) or n_critics < 1:
+        raise ModelFileError(f"n_critics must be a positive int, got {n_critics!r}")
+    if not (isinstance(observation_space, (spaces.Box, spaces.Dict)) and isinstance(action_space, spaces.Box)):
+        raise ModelFileError("a TD3Policy file must declare a Box action space and a Box or Dict observation space")
+    action_dim = int(np.prod(action_space.shape))
+    extractor = kwargs.get("features_extractor_class", policy_cls.default_features_extractor_class)
+    extractor_kwargs = kwargs.get("features_extractor_kwargs") or {}
+    if not isinstance(extractor_kwargs, dict):
+        raise ModelFileError(f"features_extractor_kwargs must be a dict, got {extractor_kwargs!r}")
+    share = kwargs.get("share_features_extractor", False)
+    if not isinstance(share, bool):
+        raise ModelFileError(f"share_features_extractor must be a bool, got {share!r}")
+    layer_norm = kwargs.get("critic_layer_norm", False)
+    if not isinstance(layer_norm, bool):
+        raise ModelFileError(f"critic_layer_norm must be a bool, got {layer_norm!r}")
+    normalize_obs = kwargs.get("normalize_obs", False)
+    if not isinstance(normalize_obs, bool):
+        raise ModelFileError(f"normalize_obs must be a bool, got {normalize_obs!r}")
+    try:
+        _check_observation_space(observation_space, extractor)
+        normalize_images = kwargs.get("normalize_images", True) is not False
+        extractor_kwargs = extractor_kwargs_for(extractor, extractor_kwargs, normalize_images)
+        features_dim, extractor_shapes = extractor_state_shapes(extractor, observation_space, extractor_kwargs)
+    except (TypeError, ValueError) as exc:
+        raise ModelFileError(f"the declared features extractor cannot be built: {exc}") from exc
+    expected = expected_state_shapes(
+        features_dim,
+        action_dim,
+        kwargs.get("net_arch", DEFAULT_NET_ARCH),
+        n_critics,
+        extractor_shapes,
+        share,
+        layer_norm,
+    )
+    if normalize_obs and isinstance(observation_space, spaces.Box):  # the statistics: mean, var, count
+        shape = tuple(observation_space.shape)
+        expected.update({"obs_normalizer.mean": shape, "obs_normalizer.var": shape, "obs_normalizer.count": ()})
+    stored = {name: tuple(tensor.shape) for name, tensor in state.items()}
+    if exact and set(stored) != set(expected):
+        missing, extra = _few(set(expected) - set(stored)), _few(set(stored) - set(expected))
+        raise ModelFileError(f"the stored tensors do not match the declared networks: missing {missing}, extra {extra}")
+    for name, shape in expected.items():
+        if stored.get(name) != shape:
+            raise ModelFileError(
+                f"tensor {name!r} has shape {stored.get(name)}, the declared networks need {shape} "
+                f"(net_arch={kwargs.get('net_arch')!r}, n_critics={n_critics}, "
+                f"features_extractor_class={getattr(extractor, '__name__', extractor)})"
+            )
+
+
+def check_mlp_state_size(
+    observation_space: spaces.Box, action_space: spaces.Box, policy_kwargs: dict[str, Any], state: Any
+) -> None:
+    """Refuse stored tensors whose total size is not that of the ``MlpPolicy`` networks ``policy_kwargs`` declare
+    (the cheap check of a plain ``MlpPolicy`` file), before building anything.
+
+    Without this a forged ``net_arch`` could make loading allocate and initialise huge networks.
+    """
+    pi, qf = parse_net_arch(policy_kwargs.get("net_arch", DEFAULT_NET_ARCH))
+    n_critics = policy_kwargs.get("n_critics", 2)
+    if isinstance(n_critics, bool) or not isinstance(n_critics, int) or n_critics < 1:
+        raise ModelFileError(f"n_critics must be a positive int, got {n_critics!r}")
+    obs_dim, act_dim = int(np.prod(observation_space.shape)), int(np.prod(action_space.shape))
+
+    def count(sizes: list[int]) -> int:
+        return sum(a * b + b for a, b in zip(sizes[:-1], sizes[1:]))
+
+    expected = 2 * count([obs_dim, *pi, act_dim]) + 2 * n_critics * count([obs_dim + act_dim, *qf, 1])
+    if not isinstance(state, dict) or not all(isinstance(t, torch.Tensor) for t in state.values()):
+        raise ModelFileError("the policy entry is not a state dict of tensors")
+    stored = sum(t.numel() for t in state.values())
+    if stored != expected:
+        raise ModelFileError(f"the networks the metadata declares have {expected} parameters, the file stores {stored}")

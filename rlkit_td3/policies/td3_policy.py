@@ -44,10 +44,10 @@ from rlkit_td3.policies.obs_normalizer import ObsNormalizer
 from rlkit_td3.policies.registry import POLICY_ALIASES
 from rlkit_td3.policies.state_shapes import (
     _check_observation_space,
-    _few,
-    expected_state_shapes,
+    check_mlp_state_size,
+    check_state_shapes,
+    expected_state_shapes,  # noqa: F401  (importable here as before)
     extractor_kwargs_for,
-    extractor_state_shapes,
 )
 from rlkit_td3.preprocessing import is_image_space
 from rlkit_td3.serialization import (
@@ -61,7 +61,7 @@ from rlkit_td3.serialization import (
     space_to_dict,
     write_model_zip,
 )
-from rlkit_td3.state_checks import ACTIVATIONS, OPTIMIZERS, check_policy_state
+from rlkit_td3.state_checks import ACTIVATIONS, OPTIMIZERS, check_optimizer_state, check_policy_state
 from rlkit_td3.torch_layers import (
     FEATURES_EXTRACTORS,
     BaseFeaturesExtractor,
@@ -500,6 +500,68 @@ class TD3Policy(nn.Module):
                 param.copy_(flat[offset : offset + n].view_as(param))
                 offset += n
 
+    # ------------------------------------------------------------------ the component state protocol
+    def load_state_dict(  # type: ignore[override]
+        self, state_dict: Any, strict: bool = True, assign: bool = False, *, entry: str = "policy state"
+    ) -> Any:
+        """``nn.Module.load_state_dict``, after checking the state (`rlkit_td3.state_checks.check_policy_state`):
+        exactly this policy's keys (with ``strict=False``, only those it has), each tensor of its shape and dtype,
+        finite. The observation normaliser's statistics are checked as it loads them.
+
+        Raises:
+            ModelFileError: (a ``ValueError``) naming ``entry`` and the tensor; nothing was changed.
+        """
+        if not strict and isinstance(state_dict, dict):
+            own = super().state_dict()
+            check_policy_state(entry, {**own, **{k: v for k, v in state_dict.items() if k in own}}, self)
+        else:
+            check_policy_state(entry, state_dict, self)
+        return super().load_state_dict(state_dict, strict=strict, assign=assign)
+
+    def optimizer_state_dict(self) -> dict[str, dict[str, Any]]:
+        """The optimizers' state dicts, by attribute name (``actor_optimizer``, ``critic_optimizer``)."""
+        return {name: getattr(self, name).state_dict() for name in OPTIMIZER_NAMES}
+
+    def load_optimizer_state_dict(self, states: Any, entry: str = "{name}") -> None:
+        """Restore what `optimizer_state_dict()` returned, each checked against its optimizer first
+        (`rlkit_td3.state_checks.check_optimizer_state`: parameter groups, moments' shapes, finite values).
+
+        Raises:
+            ModelFileError: (a ``ValueError``) naming the optimizer (``entry`` formatted with it) and what is wrong;
+                nothing was changed.
+        """
+        if not isinstance(states, dict) or not set(OPTIMIZER_NAMES) <= set(states):
+            got = sorted(map(str, states)) if isinstance(states, dict) else type(states).__name__
+            raise ModelFileError(f"the optimizer states must hold {list(OPTIMIZER_NAMES)}, got {got}")
+        checked = {
+            name: check_optimizer_state(entry.format(name=name), states[name], getattr(self, name))
+            for name in OPTIMIZER_NAMES
+        }
+        for name, state in checked.items():
+            getattr(self, name).load_state_dict(state)
+
+    @classmethod
+    def check_saved_state(
+        cls,
+        observation_space: spaces.Space,
+        action_space: spaces.Space,
+        policy_kwargs: dict[str, Any],
+        state: Any,
+        model_file: bool = True,
+    ) -> None:
+        """Refuse a saved state dict that is not that of the networks ``policy_kwargs`` declare, before building
+        them (nothing is allocated). A model file's (``model_file``): a plain ``MlpPolicy`` by its parameter
+        count, the other built-in policies by every tensor's shape, a registered subclass by strict loading
+        once built; a policy file's: every tensor's shape (`rlkit_td3.policies.state_shapes.check_state_shapes`).
+        """
+        beyond_mlp = {"features_extractor_class", "features_extractor_kwargs", "share_features_extractor"}
+        beyond_mlp |= {"critic_layer_norm", "normalize_obs"}
+        built_in = cls in (TD3Policy, CnnPolicy, MultiInputPolicy)
+        if model_file and cls is TD3Policy and not beyond_mlp & set(policy_kwargs):
+            check_mlp_state_size(observation_space, action_space, policy_kwargs, state)
+        elif built_in or not model_file:
+            check_state_shapes(cls, observation_space, action_space, policy_kwargs, state, exact=built_in)
+
     def save(self, path: str | os.PathLike[str]) -> None:
         """Save the policy alone (networks, spaces and constructor arguments, no optimizer state) to one
         zip file, written atomically: ``metadata.json`` (JSON) and ``policy.pth`` (tensors), no pickle.
@@ -588,10 +650,9 @@ class TD3Policy(nn.Module):
             observation_space = space_from_dict(metadata["observation_space"])
             action_space = check_action_space(space_from_dict(metadata["action_space"]))
             state = tensors.get("policy")
-            _check_state_shapes(policy_cls, observation_space, action_space, kwargs, state)
+            policy_cls.check_saved_state(observation_space, action_space, kwargs, state, model_file=False)
             policy = policy_cls(observation_space, action_space, **kwargs)
-            check_policy_state("policy.pth", state, policy)  # TD3.load's check: keys, shapes, dtypes, finite
-            policy.load_state_dict(state)
+            policy.load_state_dict(state, entry="policy.pth")  # TD3.load's check: keys, shapes, dtypes, finite
         except ModelFileError as exc:
             raise ModelFileError(f"{path}: {exc}") from exc
         except Exception as exc:  # noqa: BLE001  (whatever the file's content breaks is the file's fault)
@@ -619,6 +680,9 @@ class MultiInputPolicy(TD3Policy):
 
 POLICY_ALIASES.update(MlpPolicy=TD3Policy, CnnPolicy=CnnPolicy, MultiInputPolicy=MultiInputPolicy)
 
+OPTIMIZER_NAMES = ("actor_optimizer", "critic_optimizer")
+"""The policy's optimizers, by attribute name (`TD3Policy.optimizer_state_dict()`)."""
+
 POLICY_CONTENT = "policy"
 """``metadata["content"]`` of a file written by `TD3Policy.save()` (whole-model files have none)."""
 
@@ -631,69 +695,3 @@ def _policy_class_from_file(cls: type[TD3Policy], name: Any) -> type[TD3Policy]:
     if not issubclass(found, cls):
         raise ModelFileError(f"the file holds a {found.__name__}, which is not a {cls.__name__}")
     return found
-
-
-def _check_state_shapes(
-    policy_cls: type[TD3Policy],
-    observation_space: spaces.Space,
-    action_space: spaces.Space,
-    kwargs: dict[str, Any],
-    state: Any,
-) -> None:
-    """Refuse stored tensors that are not exactly those of the declared architecture, before building it.
-
-    Without this a forged ``net_arch`` (or extractor size) could make loading allocate huge networks.
-    Registered subclasses may add networks of their own: for them the check covers the `TD3Policy` part, and
-    ``load_state_dict`` (strict) the rest.
-    """
-    if not isinstance(state, dict) or not all(isinstance(t, torch.Tensor) for t in state.values()):
-        raise ModelFileError("the policy entry is not a state dict of tensors")
-    n_critics = kwargs.get("n_critics", 2)
-    if isinstance(n_critics, bool) or not isinstance(n_critics, int) or n_critics < 1:
-        raise ModelFileError(f"n_critics must be a positive int, got {n_critics!r}")
-    if not (isinstance(observation_space, (spaces.Box, spaces.Dict)) and isinstance(action_space, spaces.Box)):
-        raise ModelFileError("a TD3Policy file must declare a Box action space and a Box or Dict observation space")
-    action_dim = int(np.prod(action_space.shape))
-    extractor = kwargs.get("features_extractor_class", policy_cls.default_features_extractor_class)
-    extractor_kwargs = kwargs.get("features_extractor_kwargs") or {}
-    if not isinstance(extractor_kwargs, dict):
-        raise ModelFileError(f"features_extractor_kwargs must be a dict, got {extractor_kwargs!r}")
-    share = kwargs.get("share_features_extractor", False)
-    if not isinstance(share, bool):
-        raise ModelFileError(f"share_features_extractor must be a bool, got {share!r}")
-    layer_norm = kwargs.get("critic_layer_norm", False)
-    if not isinstance(layer_norm, bool):
-        raise ModelFileError(f"critic_layer_norm must be a bool, got {layer_norm!r}")
-    normalize_obs = kwargs.get("normalize_obs", False)
-    if not isinstance(normalize_obs, bool):
-        raise ModelFileError(f"normalize_obs must be a bool, got {normalize_obs!r}")
-    try:
-        _check_observation_space(observation_space, extractor)
-        normalize_images = kwargs.get("normalize_images", True) is not False
-        extractor_kwargs = extractor_kwargs_for(extractor, extractor_kwargs, normalize_images)
-        features_dim, extractor_shapes = extractor_state_shapes(extractor, observation_space, extractor_kwargs)
-    except (TypeError, ValueError) as exc:
-        raise ModelFileError(f"the declared features extractor cannot be built: {exc}") from exc
-    expected = expected_state_shapes(
-        features_dim,
-        action_dim,
-        kwargs.get("net_arch", DEFAULT_NET_ARCH),
-        n_critics,
-        extractor_shapes,
-        share,
-        layer_norm,
-    )
-    if normalize_obs and isinstance(observation_space, spaces.Box):  # the statistics: mean, var, count
-        shape = tuple(observation_space.shape)
-        expected.update({"obs_normalizer.mean": shape, "obs_normalizer.var": shape, "obs_normalizer.count": ()})
-    stored = {name: tuple(tensor.shape) for name, tensor in state.items()}
-    if policy_cls in (TD3Policy, CnnPolicy, MultiInputPolicy) and set(stored) != set(expected):
-        missing, extra = _few(set(expected) - set(stored)), _few(set(stored) - set(expected))
-        raise ModelFileError(f"the stored tensors do not match the declared networks: missing {missing}, extra {extra}")
-    for name, shape in expected.items():
-        if stored.get(name) != shape:
-            raise ModelFileError(
-                f"tensor {name!r} has shape {stored.get(name)}, the declared networks need {shape} "
-                f"(net_arch={kwargs.get('net_arch')!r}, n_critics={n_critics}, "
-                f"features_extractor_class={getattr(extractor, '__name__', extractor)})"
-            )

@@ -355,6 +355,8 @@ class VecNormalize(VecEnvWrapper):
             norm_obs_keys = config["norm_obs_keys"]
             returns = arrays.get("returns")
             returns = None if returns is None else np.array(returns, dtype=np.float64)
+            if returns is not None and (returns.ndim != 1 or not np.all(np.isfinite(returns))):
+                raise ValueError(f"malformed VecNormalize state: returns must be finite numbers, got {returns!r:.80}")
         except (KeyError, TypeError, AttributeError) as exc:
             raise ValueError(f"malformed VecNormalize state: {type(exc).__name__}: {exc}") from exc
         for name in ("training", "norm_obs", "norm_reward"):
@@ -377,6 +379,16 @@ class VecNormalize(VecEnvWrapper):
         self.__dict__["_loaded_returns"] = returns
         if self.__dict__.get("venv") is not None:
             self._restore_returns()
+
+    # the component state protocol (see the Architecture page of the docs)
+    def state_dict(self) -> dict[str, Any]:
+        """`get_state()`: ``{"config": ..., "arrays": ...}``, what `save()` writes."""
+        return self.get_state()
+
+    def load_state_dict(self, state: Any) -> None:
+        """`set_state()`: checks the state (format, settings, every statistic's shape and finite values, the
+        running returns) and restores it; a ``ValueError`` names what is wrong and nothing is changed."""
+        self.set_state(state)
 
     @classmethod
     def from_state(cls, state: dict[str, Any], venv: VecEnv | None = None) -> VecNormalize:
