@@ -57,6 +57,7 @@ from rlkit_td3.parameters import get_parameters, set_parameters
 from rlkit_td3.policies import POLICY_ALIASES, CnnPolicy, MultiInputPolicy, TD3Policy
 from rlkit_td3.policies.networks import parse_net_arch
 from rlkit_td3.policies.td3_policy import _check_state_shapes
+from rlkit_td3.preprocessing import get_flattened_obs_dim
 from rlkit_td3.schedules import (
     Schedule,
     load_schedule_states,
@@ -131,7 +132,7 @@ def _check_policy_size(
     """
     pi, qf = parse_net_arch(policy_kwargs.get("net_arch", [400, 300]))
     n_critics = _check_int("n_critics", policy_kwargs.get("n_critics", 2), 1)
-    obs_dim, act_dim = int(np.prod(observation_space.shape)), int(np.prod(action_space.shape))
+    obs_dim, act_dim = get_flattened_obs_dim(observation_space), int(np.prod(action_space.shape))
 
     def count(sizes: list[int]) -> int:
         return sum(a * b + b for a, b in zip(sizes[:-1], sizes[1:]))

@@ -12,7 +12,7 @@ from gymnasium import spaces
 from torch import nn
 
 from rlkit_td3.policies.networks import parse_net_arch
-from rlkit_td3.preprocessing import is_image_space
+from rlkit_td3.preprocessing import OBSERVATION_SPACES, is_image_space
 from rlkit_td3.torch_layers import CombinedExtractor, FlattenExtractor, NatureCNN
 
 
@@ -25,10 +25,10 @@ def _check_observation_space(observation_space: spaces.Space, extractor: type[nn
                 "(CombinedExtractor), not MlpPolicy or CnnPolicy"
             )
         return
-    if not isinstance(observation_space, spaces.Box):
+    if not isinstance(observation_space, OBSERVATION_SPACES):
         raise TypeError(
-            f"observation_space must be a gymnasium.spaces.Box (or a Dict with MultiInputPolicy), got "
-            f"{observation_space!r}"
+            f"observation_space must be a gymnasium.spaces.Box, Discrete, MultiDiscrete or MultiBinary (or a Dict "
+            f"with MultiInputPolicy), got {observation_space!r}"
         )
     if extractor is FlattenExtractor and is_image_space(observation_space):
         raise TypeError(

@@ -49,7 +49,7 @@ from rlkit_td3.policies.state_shapes import (
     extractor_kwargs_for,
     extractor_state_shapes,
 )
-from rlkit_td3.preprocessing import is_image_space
+from rlkit_td3.preprocessing import OBSERVATION_SPACES, is_image_space
 from rlkit_td3.serialization import (
     FORMAT_NAME,
     FORMAT_VERSION,
@@ -651,8 +651,11 @@ def _check_state_shapes(
     n_critics = kwargs.get("n_critics", 2)
     if isinstance(n_critics, bool) or not isinstance(n_critics, int) or n_critics < 1:
         raise ModelFileError(f"n_critics must be a positive int, got {n_critics!r}")
-    if not (isinstance(observation_space, (spaces.Box, spaces.Dict)) and isinstance(action_space, spaces.Box)):
-        raise ModelFileError("a TD3Policy file must declare a Box action space and a Box or Dict observation space")
+    if not (isinstance(observation_space, (*OBSERVATION_SPACES, spaces.Dict)) and isinstance(action_space, spaces.Box)):
+        raise ModelFileError(
+            "a TD3Policy file must declare a Box action space and a Box, Discrete, MultiDiscrete, MultiBinary or "
+            "Dict observation space"
+        )
     action_dim = int(np.prod(action_space.shape))
     extractor = kwargs.get("features_extractor_class", policy_cls.default_features_extractor_class)
     extractor_kwargs = kwargs.get("features_extractor_kwargs") or {}
