@@ -26,6 +26,7 @@ from rlkit_td3.logger import Logger, configure
 from rlkit_td3.noise import draw_noise, fit_noise_to_envs
 from rlkit_td3.policies import TD3Policy, get_policy_class
 from rlkit_td3.policies.td3_policy import python_scalars
+from rlkit_td3.preprocessing import OBSERVATION_SPACES
 from rlkit_td3.schedules import ScheduleLike, as_schedule
 from rlkit_td3.serialization import require_bool, spaces_equal
 from rlkit_td3.utils import _check_int, _latest_run_id, get_device
@@ -111,10 +112,10 @@ class BaseAlgorithm:
                 check_dict_space(obs_space)
             except (TypeError, ValueError) as exc:
                 raise type(exc)(f"{name}: {exc}") from exc
-        elif not isinstance(obs_space, spaces.Box):
+        elif not isinstance(obs_space, OBSERVATION_SPACES):
             raise TypeError(
-                f"{name}: observation_space must be a gymnasium.spaces.Box (MlpPolicy) or a gymnasium.spaces.Dict "
-                f"of Box spaces (MultiInputPolicy), got {obs_space!r}"
+                f"{name}: observation_space must be a gymnasium.spaces.Box, Discrete, MultiDiscrete or MultiBinary "
+                f"(MlpPolicy) or a gymnasium.spaces.Dict of those (MultiInputPolicy), got {obs_space!r}"
             )
         elif int(np.prod(obs_space.shape)) == 0:
             raise ValueError(f"{name}: observation_space must have at least one element, got shape {obs_space.shape}")

@@ -12,6 +12,8 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
+from rlkit_td3.preprocessing import OBSERVATION_SPACES, get_obs_shape
+
 Obs = Any
 """An array ``(n, *shape)`` or a dict of such arrays."""
 
@@ -135,10 +137,12 @@ def obs_from_tensors(tensors: Any) -> Obs:
 
 
 def check_dict_space(observation_space: spaces.Space) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
-    """``{key: (shape, storage dtype)}`` of a Dict observation space whose entries are all Box spaces.
+    """``{key: (shape, storage dtype)}`` of a Dict observation space whose entries are Box, Discrete,
+    MultiDiscrete or MultiBinary spaces (shapes as `rlkit_td3.preprocessing.get_obs_shape`: ``(1,)`` for a
+    Discrete entry).
 
     Raises:
-        TypeError: the space is not a ``gymnasium.spaces.Dict`` of ``Box`` spaces, or a key is not a str.
+        TypeError: the space is not a ``gymnasium.spaces.Dict`` of such spaces, or a key is not a str.
         ValueError: the Dict is empty or an entry has no elements.
     """
     if not isinstance(observation_space, spaces.Dict):
@@ -149,9 +153,12 @@ def check_dict_space(observation_space: spaces.Space) -> dict[str, tuple[tuple[i
     for key, space in observation_space.spaces.items():
         if not isinstance(key, str):
             raise TypeError(f"observation_space keys must be str, got {key!r}")
-        if not isinstance(space, spaces.Box):
-            raise TypeError(f"observation_space[{key!r}] must be a gymnasium.spaces.Box, got {space!r}")
-        shape = tuple(int(d) for d in space.shape)
+        if not isinstance(space, OBSERVATION_SPACES):
+            raise TypeError(
+                f"observation_space[{key!r}] must be a gymnasium.spaces.Box, Discrete, MultiDiscrete or "
+                f"MultiBinary, got {space!r}"
+            )
+        shape = tuple(int(d) for d in get_obs_shape(space))
         if int(np.prod(shape)) == 0:
             raise ValueError(f"observation_space[{key!r}] must have at least one element, got shape {shape}")
         dtype = np.dtype(space.dtype)

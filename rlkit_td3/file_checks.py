@@ -103,6 +103,14 @@ def _box_size(metadata: dict[str, Any], key: str) -> int:
             _box_size({key: entry[1] if isinstance(entry, list) and len(entry) == 2 else None}, key)
             for entry in entries
         )
+    kind = spec.get("type") if isinstance(spec, dict) else None
+    if kind in ("Discrete", "MultiDiscrete", "MultiBinary"):  # the one-hot / flattened width: at least the stored size
+        sizes = spec.get("nvec") if kind == "MultiDiscrete" else spec.get("n")
+        sizes = sizes if isinstance(sizes, list) else [sizes]
+        if not 0 < len(sizes) <= 4096:
+            raise ModelFileError(f"{METADATA_ENTRY}: {key} has no valid sizes")
+        dims = [_int(f"{key}.n", d, 1, 2**31) for d in sizes]
+        return math.prod(dims) if kind == "MultiBinary" else sum(dims)
     shape = spec.get("shape") if isinstance(spec, dict) else None
     if not isinstance(shape, list) or len(shape) > 8:
         raise ModelFileError(f"{METADATA_ENTRY}: {key} has no valid shape")

@@ -14,6 +14,15 @@ import torch
 from gymnasium import spaces
 from torch.nn import functional as F
 
+OBSERVATION_SPACES: tuple[type[spaces.Space], ...] = (
+    spaces.Box,
+    spaces.Discrete,
+    spaces.MultiDiscrete,
+    spaces.MultiBinary,
+)
+"""The observation spaces the policies take (and a `Dict` of them, with MultiInputPolicy): as in SB3, a
+``Discrete`` / ``MultiDiscrete`` observation is one-hot encoded and a ``MultiBinary`` one cast to float."""
+
 
 def is_image_space_channels_first(observation_space: spaces.Box) -> bool:
     """Whether an image space is channels-first ``(C, H, W)``: its smallest dimension is the first.
@@ -130,6 +139,7 @@ def get_obs_shape(observation_space: spaces.Space) -> tuple[int, ...] | dict[str
 
 
 __all__ = [
+    "OBSERVATION_SPACES",
     "get_flattened_obs_dim",
     "get_obs_shape",
     "is_image_space",

@@ -106,13 +106,29 @@ MAX_DICT_SPACE_KEYS = 64
 """Most entries a saved ``Dict`` observation space may have."""
 
 
+_FLAT_SPACES = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
+
+
 def space_to_dict(space: spaces.Space) -> dict[str, Any]:
-    """JSON description of a Box space, or of a Dict of Box spaces (``{"type": "Dict", "spaces": [[key, box],
-    ...]}``, in the Dict's order): the kinds the algorithms accept."""
-    if isinstance(space, spaces.Dict) and all(isinstance(sub, spaces.Box) for sub in space.spaces.values()):
+    """JSON description of a Box, Discrete, MultiDiscrete or MultiBinary space, or of a Dict of those
+    (``{"type": "Dict", "spaces": [[key, space], ...]}``, in the Dict's order): the kinds the algorithms accept."""
+    if isinstance(space, spaces.Dict) and all(isinstance(sub, _FLAT_SPACES) for sub in space.spaces.values()):
         return {"type": "Dict", "spaces": [[key, space_to_dict(sub)] for key, sub in space.spaces.items()]}
+    if isinstance(space, spaces.Discrete):
+        return {"type": "Discrete", "n": int(space.n), "start": int(space.start), "dtype": str(space.dtype)}
+    if isinstance(space, spaces.MultiDiscrete):
+        return {
+            "type": "MultiDiscrete",
+            "nvec": space.nvec.tolist(),
+            "start": space.start.tolist(),
+            "dtype": str(space.dtype),
+        }
+    if isinstance(space, spaces.MultiBinary):
+        return {"type": "MultiBinary", "n": np.asarray(space.n).tolist()}
     if not isinstance(space, spaces.Box):
-        raise TypeError(f"only Box spaces and Dicts of Box spaces can be saved, got {space!r}")
+        raise TypeError(
+            f"only Box, Discrete, MultiDiscrete and MultiBinary spaces and Dicts of those can be saved, got {space!r}"
+        )
     return {
         "type": "Box",
         "shape": list(space.shape),
@@ -122,8 +138,17 @@ def space_to_dict(space: spaces.Space) -> dict[str, Any]:
     }
 
 
-def space_from_dict(spec: dict[str, Any]) -> spaces.Box | spaces.Dict:
-    """Rebuild a Box, or a Dict of Box spaces, from `space_to_dict()` output."""
+def _int_spec(value: Any, name: str) -> Any:
+    """A JSON int, or a (nested) list of them, checked: the sizes a saved discrete space declares."""
+    array = np.asarray(value)
+    if array.dtype.kind not in "iu" or array.size > 4096:
+        raise ModelFileError(f"a saved space's {name} must be ints (at most 4096 of them), got {value!r}")
+    return value
+
+
+def space_from_dict(spec: dict[str, Any]) -> spaces.Space:
+    """Rebuild a Box, Discrete, MultiDiscrete or MultiBinary space, or a Dict of those, from `space_to_dict()`
+    output."""
     try:
         if spec["type"] == "Dict":
             entries = spec["spaces"]
@@ -133,10 +158,21 @@ def space_from_dict(spec: dict[str, Any]) -> spaces.Box | spaces.Dict:
             if not all(isinstance(key, str) for key in keys) or len(set(keys)) != len(keys):
                 raise ModelFileError("a Dict space's entries must be [key, space] pairs with distinct str keys")
             subs = [entry[1] for entry in entries]
-            if not all(isinstance(sub, dict) and sub.get("type") == "Box" for sub in subs):
-                raise ModelFileError("a Dict space's entries must be Box spaces")
+            flat_types = ("Box", "Discrete", "MultiDiscrete", "MultiBinary")
+            if not all(isinstance(sub, dict) and sub.get("type") in flat_types for sub in subs):
+                raise ModelFileError(
+                    "a Dict space's entries must be Box, Discrete, MultiDiscrete or MultiBinary spaces"
+                )
             # in the saved order (gymnasium sorts the keys of a plain dict, not of an OrderedDict)
             return spaces.Dict(OrderedDict((key, space_from_dict(sub)) for key, sub in zip(keys, subs)))
+        if spec["type"] == "Discrete":
+            n, start = _int_spec(spec["n"], "n"), _int_spec(spec["start"], "start")
+            return spaces.Discrete(n, start=start, dtype=np.dtype(spec["dtype"]))
+        if spec["type"] == "MultiDiscrete":
+            nvec, start = _int_spec(spec["nvec"], "nvec"), _int_spec(spec["start"], "start")
+            return spaces.MultiDiscrete(nvec, dtype=np.dtype(spec["dtype"]), start=start)
+        if spec["type"] == "MultiBinary":
+            return spaces.MultiBinary(_int_spec(spec["n"], "n"))
         if spec["type"] != "Box":
             raise ModelFileError(f"unsupported space type {spec['type']!r}")
         dtype = np.dtype(spec["dtype"])
@@ -146,7 +182,7 @@ def space_from_dict(spec: dict[str, Any]) -> spaces.Box | spaces.Dict:
         return spaces.Box(low=low, high=high, shape=shape, dtype=dtype)
     except ModelFileError:
         raise
-    except (KeyError, TypeError, ValueError) as exc:
+    except (AssertionError, KeyError, TypeError, ValueError) as exc:
         raise ModelFileError(f"malformed space description: {exc}") from exc
 
 

@@ -165,7 +165,7 @@ def test_dict_buffer_refuses_bad_spaces_and_layouts():
     with pytest.raises(TypeError, match="observation_space must be a gymnasium.spaces.Dict"):
         DictReplayBuffer(10, spaces.Box(-1, 1, (3,)), ACTION_SPACE)
     with pytest.raises(TypeError, match=r"observation_space\['d'\] must be a gymnasium.spaces.Box"):
-        DictReplayBuffer(10, spaces.Dict({"d": spaces.Discrete(3)}), ACTION_SPACE)
+        DictReplayBuffer(10, spaces.Dict({"d": spaces.Tuple((spaces.Discrete(3),))}), ACTION_SPACE)
     with pytest.raises(ValueError, match="optimize_memory_usage=True is not available with Dict observations"):
         DictReplayBuffer(10, _dict_space(), ACTION_SPACE, optimize_memory_usage=True)
     buffer = DictReplayBuffer(10, _dict_space(), ACTION_SPACE)
@@ -657,7 +657,7 @@ def test_dict_env_checks_name_the_key():
     with pytest.raises(NonFiniteError, match=r"env 0 .*observation \{.*'desired_goal': '\[nan -1.  0.\]'"):
         model.learn(3)
     env = CounterGoalEnv()
-    env.observation_space = spaces.Dict({"a": spaces.Discrete(3)})
+    env.observation_space = spaces.Dict({"a": spaces.Tuple((spaces.Discrete(3),))})
     with pytest.raises(TypeError, match=r"^CounterGoalEnv: observation_space\['a'\] must be a gymnasium.spaces.Box"):
         TD3("MultiInputPolicy", env)
 
@@ -734,12 +734,12 @@ def test_dict_spaces_round_trip_through_model_metadata():
     for bad, message in [
         ({"type": "Dict", "spaces": []}, "1 to 64 entries"),
         ({"type": "Dict", "spaces": [["a", spec["spaces"][0][1]], ["a", spec["spaces"][1][1]]]}, "distinct str keys"),
-        ({"type": "Dict", "spaces": [["a", {"type": "Dict", "spaces": []}]]}, "must be Box spaces"),
+        ({"type": "Dict", "spaces": [["a", {"type": "Dict", "spaces": []}]]}, "must be Box, Discrete"),
     ]:
         with pytest.raises(ModelFileError, match=message):
             space_from_dict(bad)
-    with pytest.raises(TypeError, match="only Box spaces and Dicts of Box spaces can be saved"):
-        space_to_dict(spaces.Dict({"d": spaces.Discrete(2)}))
+    with pytest.raises(TypeError, match="only Box, Discrete, MultiDiscrete and MultiBinary spaces and Dicts"):
+        space_to_dict(spaces.Dict({"t": spaces.Tuple((spaces.Discrete(2),))}))
 
 
 class ReachGoalEnv(gym.Env):

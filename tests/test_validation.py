@@ -278,7 +278,7 @@ def test_space_mismatch_messages_name_the_users_env():
     with pytest.raises(TypeError, match=r"^DiscreteActionEnv: action_space must be a continuous"):
         TD3("MlpPolicy", DiscreteActionEnv(spaces.Discrete(2)))
     env = CounterEnv()
-    env.observation_space = spaces.Discrete(3)
+    env.observation_space = spaces.Tuple((spaces.Discrete(3), spaces.Discrete(2)))
     with pytest.raises(TypeError, match=r"^CounterEnv: observation_space must be a gymnasium.spaces.Box"):
         TD3("MlpPolicy", env)
 

@@ -21,7 +21,13 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
-from rlkit_td3.buffers.replay_buffer import ReplayBuffer, check_buffer_meta, normalize_samples, sb3_episode_flags
+from rlkit_td3.buffers.replay_buffer import (
+    ReplayBuffer,
+    check_buffer_meta,
+    normalize_samples,
+    sb3_episode_flags,
+    timeouts_as_terminations,
+)
 from rlkit_td3.checks import check_bool
 from rlkit_td3.dict_obs import check_dict_space
 from rlkit_td3.serialization import ModelFileError, atomic_write
@@ -61,6 +67,7 @@ class DictReplayBuffer(ReplayBuffer):
         n_envs: the number of envs feeding the buffer; ``add`` accepts up to this many rows.
         seed: seed of the buffer's own sampling generator.
         optimize_memory_usage: must be False (not available for Dict observations).
+        handle_timeout_termination: as in `ReplayBuffer`.
     """
 
     def __init__(
@@ -72,7 +79,9 @@ class DictReplayBuffer(ReplayBuffer):
         n_envs: int = 1,
         seed: int | None = None,
         optimize_memory_usage: bool = False,
+        handle_timeout_termination: bool = True,
     ) -> None:
+        self.handle_timeout_termination = check_bool("handle_timeout_termination", handle_timeout_termination)
         if isinstance(buffer_size, bool) or not isinstance(buffer_size, (int, np.integer)) or buffer_size < 1:
             raise ValueError(f"buffer_size must be a positive int, got {buffer_size!r}")
         if isinstance(n_envs, (bool, np.bool_)) or not isinstance(n_envs, (int, np.integer)) or n_envs < 1:
@@ -179,6 +188,8 @@ class DictReplayBuffer(ReplayBuffer):
             return
         if isinstance(truncated, (list, tuple, dict)):
             terminated, truncated = sb3_episode_flags(terminated, truncated, k)
+        if not self.handle_timeout_termination:
+            terminated, truncated = timeouts_as_terminations(terminated, truncated, k)
         if k > self.n_envs:
             raise ValueError(f"add() got {k} transitions but the buffer was built for n_envs={self.n_envs}")
         end = self.pos + k

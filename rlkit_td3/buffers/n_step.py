@@ -70,7 +70,7 @@ class NStepReplayBuffer(ReplayBuffer):
 
     Args:
         buffer_size: capacity in transitions (over all envs together).
-        observation_space: Box space of one env's observations.
+        observation_space: one env's observation space (Box, Discrete, MultiDiscrete or MultiBinary).
         action_space: Box space of one env's actions.
         device: where sampled batches are put.
         n_envs: the number of envs feeding the buffer.
@@ -78,6 +78,7 @@ class NStepReplayBuffer(ReplayBuffer):
         optimize_memory_usage: the memory-optimized layout of `ReplayBuffer` (supported, unlike SB3's).
         n_steps: the longest window, in transitions (1 gives one-step samples with ``discounts == gamma``).
         gamma: the discount used inside the window and for ``discounts``; the model passes its own ``gamma``.
+        handle_timeout_termination: as in `ReplayBuffer` (``False``: a truncation ends the window as terminal).
 
     Windows stop early at an episode's end and at the newest transition of a running episode (see the module's
     notes). A saved buffer can only be loaded into a buffer of the same ``buffer_size``, ``n_envs``, ``n_steps``
@@ -95,10 +96,20 @@ class NStepReplayBuffer(ReplayBuffer):
         optimize_memory_usage: bool = False,
         n_steps: int = 3,
         gamma: float = 0.99,
+        handle_timeout_termination: bool = True,
     ) -> None:
         self.n_steps = _check_n_steps(n_steps)
         self.gamma = _check_gamma(gamma)
-        super().__init__(buffer_size, observation_space, action_space, device, n_envs, seed, optimize_memory_usage)
+        super().__init__(
+            buffer_size,
+            observation_space,
+            action_space,
+            device,
+            n_envs,
+            seed,
+            optimize_memory_usage,
+            handle_timeout_termination=handle_timeout_termination,
+        )
         rows = len(self.rewards)
         self.next_row = np.full(rows, -1, dtype=np.int64)
         self._last_row = np.full(self.n_envs, -1, dtype=np.int64)  # each env's newest transition

@@ -127,7 +127,7 @@ class PrioritizedReplayBuffer(NStepReplayBuffer):
 
     Args:
         buffer_size: capacity in transitions (over all envs together).
-        observation_space: Box space of one env's observations.
+        observation_space: one env's observation space (Box, Discrete, MultiDiscrete or MultiBinary).
         action_space: Box space of one env's actions.
         device: where sampled batches are put.
         n_envs: the number of envs feeding the buffer.
@@ -141,6 +141,7 @@ class PrioritizedReplayBuffer(NStepReplayBuffer):
         epsilon: added to ``|delta|`` so no transition's priority is 0 (PER only).
         prioritization: ``"proportional"`` (PER) or ``"lap"`` (priorities ``max(|delta|, 1) ** alpha`` and an
             unweighted Huber critic loss).
+        handle_timeout_termination: as in `ReplayBuffer`.
     """
 
     def __init__(
@@ -159,6 +160,7 @@ class PrioritizedReplayBuffer(NStepReplayBuffer):
         beta_final: float = 1.0,
         epsilon: float = 1e-6,
         prioritization: str = "proportional",
+        handle_timeout_termination: bool = True,
     ) -> None:
         for name, value in (("alpha", alpha), ("beta", beta), ("beta_final", beta_final), ("epsilon", epsilon)):
             if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
@@ -171,7 +173,16 @@ class PrioritizedReplayBuffer(NStepReplayBuffer):
         self.epsilon = float(epsilon)
         self.prioritization = prioritization
         super().__init__(
-            buffer_size, observation_space, action_space, device, n_envs, seed, optimize_memory_usage, n_steps, gamma
+            buffer_size,
+            observation_space,
+            action_space,
+            device,
+            n_envs,
+            seed,
+            optimize_memory_usage,
+            n_steps,
+            gamma,
+            handle_timeout_termination=handle_timeout_termination,
         )
         self.tree = SumTree(len(self.rewards))
         self.max_priority = 1.0
@@ -318,7 +329,7 @@ class LAPReplayBuffer(PrioritizedReplayBuffer):
 
     Args:
         buffer_size: capacity in transitions (over all envs together).
-        observation_space: Box space of one env's observations.
+        observation_space: one env's observation space (Box, Discrete, MultiDiscrete or MultiBinary).
         action_space: Box space of one env's actions.
         device: where sampled batches are put.
         n_envs: the number of envs feeding the buffer.
@@ -327,6 +338,7 @@ class LAPReplayBuffer(PrioritizedReplayBuffer):
         n_steps: n-step returns as in `NStepReplayBuffer` (default 1).
         gamma: discount used for n-step returns; the model passes its own.
         alpha: priority exponent (LAP's paper: 0.4).
+        handle_timeout_termination: as in `ReplayBuffer`.
     """
 
     def __init__(
@@ -341,6 +353,7 @@ class LAPReplayBuffer(PrioritizedReplayBuffer):
         n_steps: int = 1,
         gamma: float = 0.99,
         alpha: float = 0.4,
+        handle_timeout_termination: bool = True,
     ) -> None:
         super().__init__(
             buffer_size,
@@ -354,4 +367,5 @@ class LAPReplayBuffer(PrioritizedReplayBuffer):
             gamma,
             alpha=alpha,
             prioritization="lap",
+            handle_timeout_termination=handle_timeout_termination,
         )

@@ -31,7 +31,7 @@ from gymnasium import spaces
 
 from rlkit_td3.checks import check_bool
 from rlkit_td3.dict_obs import flat_obs_dim
-from rlkit_td3.preprocessing import is_image_space
+from rlkit_td3.preprocessing import OBSERVATION_SPACES, get_obs_shape, is_image_space
 from rlkit_td3.serialization import ModelFileError, atomic_write
 from rlkit_td3.utils import get_device
 from rlkit_td3.validators import (
@@ -89,6 +89,14 @@ def sb3_episode_flags(done: Any, infos: Any, k: int) -> tuple[np.ndarray, np.nda
     return done & ~timeout, timeout
 
 
+def timeouts_as_terminations(terminated: Any, truncated: Any, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(terminated | truncated, all False)``: how a buffer built with ``handle_timeout_termination=False``
+    stores episode ends (SB3's switch): a time-limit truncation becomes a termination, so the learner does not
+    bootstrap past it."""
+    ended = np.asarray(terminated).reshape(k).astype(bool) | np.asarray(truncated).reshape(k).astype(bool)
+    return ended, np.zeros(k, dtype=bool)
+
+
 def normalize_samples(samples: Any, env: Any) -> Any:
     """``samples`` with observations and rewards passed through ``env.normalize_obs`` / ``env.normalize_reward``
     (a `VecNormalize`), as Stable-Baselines3's ``sample(batch_size, env)`` does; unchanged for ``env=None``."""
@@ -122,13 +130,15 @@ class ReplayBuffer:
 
     Args:
         buffer_size: capacity in transitions (over all envs together).
-        observation_space: Box space of one env's observations.
+        observation_space: one env's observation space (Box, Discrete, MultiDiscrete or MultiBinary).
         action_space: Box space of one env's actions (stored normalised to [-1, 1]).
         device: where sampled batches are put (``"auto"``: CUDA when available).
         n_envs: the number of envs feeding the buffer; ``add`` accepts up to this many rows.
         seed: seed of the buffer's own sampling generator.
         optimize_memory_usage: store each observation once (no ``next_observations`` array); about half the
             memory for observation-dominated data. Sampled batches are the same transitions.
+        handle_timeout_termination: keep time-limit truncations apart from terminations (the default, as SB3's);
+            ``False`` stores a truncated transition as terminal (`timeouts_as_terminations`).
 
     ``add`` also takes Stable-Baselines3's arguments, ``add(obs, next_obs, action, reward, done, infos)``
     (see `sb3_episode_flags`), and ``sample(batch_size, env)`` normalises with a `VecNormalize` as SB3 does.
@@ -143,7 +153,9 @@ class ReplayBuffer:
         n_envs: int = 1,
         seed: int | None = None,
         optimize_memory_usage: bool = False,
+        handle_timeout_termination: bool = True,
     ) -> None:
+        self.handle_timeout_termination = check_bool("handle_timeout_termination", handle_timeout_termination)
         if isinstance(buffer_size, bool) or not isinstance(buffer_size, (int, np.integer)) or buffer_size < 1:
             raise ValueError(f"buffer_size must be a positive int, got {buffer_size!r}")
         if isinstance(n_envs, (bool, np.bool_)) or not isinstance(n_envs, (int, np.integer)) or n_envs < 1:
@@ -152,7 +164,12 @@ class ReplayBuffer:
         self.buffer_size = int(buffer_size)
         self.observation_space = observation_space
         self.action_space = action_space
-        self.obs_shape = _flat_box_dim(observation_space, "observation_space")
+        if not isinstance(observation_space, OBSERVATION_SPACES):
+            raise TypeError(
+                "observation_space must be a gymnasium.spaces.Box, Discrete, MultiDiscrete or MultiBinary, got "
+                f"{observation_space!r}"
+            )
+        self.obs_shape = tuple(int(d) for d in get_obs_shape(observation_space))  # (1,) for Discrete, as SB3
         self.action_dim = int(np.prod(_flat_box_dim(action_space, "action_space")))
         self.device = get_device(device)
         self.n_envs = n_envs
@@ -275,6 +292,8 @@ class ReplayBuffer:
             return
         if isinstance(truncated, (list, tuple, dict)):
             terminated, truncated = sb3_episode_flags(terminated, truncated, k)
+        if not self.handle_timeout_termination:
+            terminated, truncated = timeouts_as_terminations(terminated, truncated, k)
         if k > self.n_envs:
             raise ValueError(f"add() got {k} transitions but the buffer was built for n_envs={self.n_envs}")
         if self.optimize_memory_usage:

@@ -36,7 +36,7 @@ from gymnasium import spaces
 from gymnasium.vector import VectorEnv
 
 from rlkit_td3.buffers.dict_replay_buffer import DictReplayBuffer, DictReplayBufferSamples
-from rlkit_td3.buffers.replay_buffer import normalize_samples, sb3_episode_flags
+from rlkit_td3.buffers.replay_buffer import normalize_samples, sb3_episode_flags, timeouts_as_terminations
 from rlkit_td3.checks import check_bool
 from rlkit_td3.her.goal_selection_strategy import GoalSelectionStrategy, goal_selection_strategy
 from rlkit_td3.serialization import ModelFileError
@@ -92,6 +92,7 @@ class HerReplayBuffer(DictReplayBuffer):
         goal_selection_strategy: ``"future"``, ``"final"``, ``"episode"`` or a `GoalSelectionStrategy`.
         copy_info_dict: store each transition's info dict and pass copies of them to ``compute_reward``
             (slower; only for envs whose reward reads the infos). Saved buffers keep them as JSON.
+        handle_timeout_termination: as in `ReplayBuffer` (``False``: a truncated episode ends as terminal).
     """
 
     def __init__(
@@ -107,6 +108,7 @@ class HerReplayBuffer(DictReplayBuffer):
         n_sampled_goal: int = 4,
         goal_selection_strategy: GoalSelectionStrategy | str = "future",
         copy_info_dict: bool = False,
+        handle_timeout_termination: bool = True,
     ) -> None:
         if isinstance(n_sampled_goal, bool) or not isinstance(n_sampled_goal, (int, np.integer)) or n_sampled_goal < 0:
             raise ValueError(f"n_sampled_goal must be a non-negative int, got {n_sampled_goal!r}")
@@ -114,7 +116,16 @@ class HerReplayBuffer(DictReplayBuffer):
         strategy = _strategy(goal_selection_strategy)
         if isinstance(n_envs, (int, np.integer)) and not isinstance(n_envs, bool) and n_envs > buffer_size:
             raise ValueError(f"buffer_size ({buffer_size}) must be at least n_envs ({n_envs})")
-        super().__init__(buffer_size, observation_space, action_space, device, n_envs, seed, optimize_memory_usage)
+        super().__init__(
+            buffer_size,
+            observation_space,
+            action_space,
+            device,
+            n_envs,
+            seed,
+            optimize_memory_usage,
+            handle_timeout_termination=handle_timeout_termination,
+        )
         for key in ("achieved_goal", "desired_goal"):
             if key not in self.obs_layout:
                 raise ValueError(
@@ -204,6 +215,8 @@ class HerReplayBuffer(DictReplayBuffer):
             if infos is None and isinstance(truncated, (list, tuple)) and any(isinstance(i, dict) for i in truncated):
                 infos = list(truncated)
             terminated, truncated = sb3_episode_flags(terminated, truncated, k)
+        if not self.handle_timeout_termination:
+            terminated, truncated = timeouts_as_terminations(terminated, truncated, k)
         if k > self.n_envs:
             raise ValueError(f"add() got {k} transitions but the buffer was built for n_envs={self.n_envs}")
         envs = list(range(k)) if env_indices is None else np.asarray(env_indices, dtype=np.int64).reshape(k).tolist()

@@ -72,9 +72,10 @@ class ScaleImages(nn.Module):
 
 
 class PreprocessDict(nn.Module):
-    """Preprocessing of a `Dict` observation batch (`rlkit_td3.preprocessing.preprocess_obs`, key by key)."""
+    """Preprocessing of a `Dict` observation batch (`rlkit_td3.preprocessing.preprocess_obs`, key by key), or of
+    a Discrete / MultiDiscrete (one-hot) or MultiBinary (cast to float) one."""
 
-    def __init__(self, observation_space: spaces.Dict, normalize_images: bool = True):
+    def __init__(self, observation_space: spaces.Space, normalize_images: bool = True):
         super().__init__()
         self.observation_space = observation_space
         self.normalize_images = normalize_images
@@ -85,7 +86,7 @@ class PreprocessDict(nn.Module):
 
 def make_preprocessor(observation_space: spaces.Space, normalize_images: bool = True) -> nn.Module:
     """The parameter-free module that turns a batch of raw observations into what features extractors take."""
-    if isinstance(observation_space, spaces.Dict):
+    if not isinstance(observation_space, spaces.Box):
         return PreprocessDict(observation_space, normalize_images)
     return ScaleImages(bool(normalize_images and is_image_space(observation_space)))
 

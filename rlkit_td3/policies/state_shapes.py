@@ -13,7 +13,7 @@ from gymnasium import spaces
 from torch import nn
 
 from rlkit_td3.policies.networks import DEFAULT_NET_ARCH, parse_net_arch
-from rlkit_td3.preprocessing import is_image_space
+from rlkit_td3.preprocessing import OBSERVATION_SPACES, get_flattened_obs_dim, is_image_space
 from rlkit_td3.serialization import ModelFileError
 from rlkit_td3.torch_layers import CombinedExtractor, FlattenExtractor, NatureCNN
 
@@ -27,10 +27,10 @@ def _check_observation_space(observation_space: spaces.Space, extractor: type[nn
                 "(CombinedExtractor), not MlpPolicy or CnnPolicy"
             )
         return
-    if not isinstance(observation_space, spaces.Box):
+    if not isinstance(observation_space, OBSERVATION_SPACES):
         raise TypeError(
-            f"observation_space must be a gymnasium.spaces.Box (or a Dict with MultiInputPolicy), got "
-            f"{observation_space!r}"
+            f"observation_space must be a gymnasium.spaces.Box, Discrete, MultiDiscrete or MultiBinary (or a Dict "
+            f"with MultiInputPolicy), got {observation_space!r}"
         )
     if extractor is FlattenExtractor and is_image_space(observation_space):
         raise TypeError(
@@ -132,8 +132,11 @@ def check_state_shapes(
     n_critics = kwargs.get("n_critics", 2)
     if isinstance(n_critics, bool) or not isinstance(n_critics, int) or n_critics < 1:
         raise ModelFileError(f"n_critics must be a positive int, got {n_critics!r}")
-    if not (isinstance(observation_space, (spaces.Box, spaces.Dict)) and isinstance(action_space, spaces.Box)):
-        raise ModelFileError("a TD3Policy file must declare a Box action space and a Box or Dict observation space")
+    if not (isinstance(observation_space, (*OBSERVATION_SPACES, spaces.Dict)) and isinstance(action_space, spaces.Box)):
+        raise ModelFileError(
+            "a TD3Policy file must declare a Box action space and a Box, Discrete, MultiDiscrete, MultiBinary or "
+            "Dict observation space"
+        )
     action_dim = int(np.prod(action_space.shape))
     extractor = kwargs.get("features_extractor_class", policy_cls.default_features_extractor_class)
     extractor_kwargs = kwargs.get("features_extractor_kwargs") or {}
@@ -192,7 +195,7 @@ def check_mlp_state_size(
     n_critics = policy_kwargs.get("n_critics", 2)
     if isinstance(n_critics, bool) or not isinstance(n_critics, int) or n_critics < 1:
         raise ModelFileError(f"n_critics must be a positive int, got {n_critics!r}")
-    obs_dim, act_dim = int(np.prod(observation_space.shape)), int(np.prod(action_space.shape))
+    obs_dim, act_dim = get_flattened_obs_dim(observation_space), int(np.prod(action_space.shape))
 
     def count(sizes: list[int]) -> int:
         return sum(a * b + b for a, b in zip(sizes[:-1], sizes[1:]))
