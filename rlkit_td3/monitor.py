@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from rlkit_td3.checks import check_bool
+from rlkit_td3.file_reader import parse_json
 from rlkit_td3.serialization import atomic_write
 
 MONITOR_SUFFIX = "monitor.csv"
@@ -191,7 +192,7 @@ def load_results(path: str | os.PathLike[str]) -> pd.DataFrame:
             first = fh.readline()
             if not first.startswith("#"):
                 raise ValueError(f"{file} is not a monitor file: its first line is not a '#{{...}}' header")
-            header = json.loads(first[1:])
+            header = parse_json(first[1:], f"{file}: header")
             frame = pd.read_csv(fh)
         frame["t"] += header["t_start"]
         starts.append(header["t_start"])

@@ -25,6 +25,7 @@ import numpy as np
 from gymnasium import spaces
 
 from rlkit_td3.checks import check_bool
+from rlkit_td3.file_reader import ModelFileError, ZipReader, unpickle
 from rlkit_td3.running_mean_std import RunningMeanStd, check_running_stats
 from rlkit_td3.serialization import atomic_write
 from rlkit_td3.vec_env.base_vec_env import VecEnv, VecEnvObs, VecEnvStepReturn, VecEnvWrapper
@@ -435,22 +436,28 @@ class VecNormalize(VecEnvWrapper):
         raise ValueError(f"{os.fspath(load_path)!r} is not a VecNormalize file (neither rlkit_td3's zip nor a pickle)")
 
 
+_MAX_STAT_ITEMS = 2**22
+"""Most values one statistic in a VecNormalize file may hold (32 MiB of float64: a 1024x1024x4 image)."""
+_MAX_STAT_MEMBERS = 4 + 3 * 1024
+
+
 def _read_state(path: str | os.PathLike[str]) -> dict[str, Any]:
-    try:
-        with zipfile.ZipFile(path) as archive:
-            infos = {info.filename: info for info in archive.infolist()}
-            if set(infos) != {_JSON_ENTRY, _ARRAYS_ENTRY}:
-                raise ValueError(f"entries {sorted(infos)}, expected {[_JSON_ENTRY, _ARRAYS_ENTRY]}")
-            for info in infos.values():
-                if info.file_size > _MAX_ENTRY_BYTES:
-                    raise ValueError(f"entry {info.filename!r} declares {info.file_size} bytes")
-            config = json.loads(archive.read(_JSON_ENTRY))
-            with np.load(io.BytesIO(archive.read(_ARRAYS_ENTRY)), allow_pickle=False) as data:
-                arrays = {name: data[name] for name in data.files}
-    except (zipfile.BadZipFile, ValueError, KeyError, OSError, RecursionError) as exc:
-        raise ValueError(
-            f"{os.fspath(path)!r} is not a readable VecNormalize file: {type(exc).__name__}: {exc}"
-        ) from exc
+    """The settings and statistics of a file written by `VecNormalize.save()`, through the one reader: two
+    entries, each capped; the JSON's depth; each statistic's ``.npy`` header (float64, at most
+    `_MAX_STAT_ITEMS` values, declared size and ratio) before its data is read."""
+    what = f"{os.fspath(path)!r} (a VecNormalize file)"
+    allowed = {_JSON_ENTRY, _ARRAYS_ENTRY}
+    with ZipReader(path, what, allowed=allowed, max_entry_bytes=_MAX_ENTRY_BYTES) as archive:
+        if archive.names != allowed:
+            raise ModelFileError(f"{what}: entries {sorted(archive.names)}, expected {sorted(allowed)}")
+        config = archive.json(_JSON_ENTRY)
+        with archive.npz(_ARRAYS_ENTRY, _MAX_ENTRY_BYTES) as npz:
+            members = npz.namelist()
+            if len(members) > _MAX_STAT_MEMBERS or not all(m.endswith(".npy") for m in members):
+                raise ModelFileError(f"{what}: {_ARRAYS_ENTRY} holds {len(members)} members, not only .npy statistics")
+            arrays = {
+                m[:-4]: np.array(npz.npy(m[:-4], np.float64, None, _MAX_STAT_ITEMS, any_ndim=True)) for m in members
+            }
     return {"config": config, "arrays": arrays}
 
 
@@ -472,7 +479,7 @@ class _SB3Unpickler(pickle.Unpickler):
 
 def _state_from_sb3_pickle(path: str | os.PathLike[str]) -> dict[str, Any]:
     with open(path, "rb") as fh:
-        obj = _SB3Unpickler(fh).load()
+        obj = unpickle(fh, f"{os.fspath(path)!r}", allow_pickle=True, unpickler=_SB3Unpickler)
     values = getattr(obj, "__dict__", {})
     try:
         config: dict[str, Any] = {"format": STATE_FORMAT, "format_version": STATE_VERSION}
