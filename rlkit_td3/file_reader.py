@@ -382,9 +382,9 @@ class ZipReader:
             raise ModelFileError(f"{self.what}: {member} holds non-finite values")
         return array
 
-    def npz(self, name: str, limit: int = MAX_ENTRY_BYTES) -> ZipReader:
+    def npz(self, name: str, limit: int = MAX_ENTRY_BYTES, ratio: int = MAX_COMPRESSION_RATIO) -> ZipReader:
         """Entry ``name``, an ``.npz`` archive, as a `ZipReader` of its own (its members checked again)."""
-        raw = self.read(name, limit)
+        raw = self.read(name, limit, ratio)
         return ZipReader(raw, f"{self.what}: entry {name!r}", max_entry_bytes=len(raw))
 
 
@@ -446,9 +446,10 @@ DOORS: dict[str, tuple[str, str]] = {
     ),
     "VecNormalize.load": (
         "rlkit_td3.vec_env.vec_normalize.VecNormalize.load",
-        "exactly two entries, each at most 256 MiB; settings JSON 8 MiB, 64 deep; the statistics `.npz` member "
-        "by member, header first: float64, at most 2**22 items each, declared size and compression ratio (32) "
-        "within what the header's shape needs; running statistics finite, var >= 0, count > 0; SB3's pickle "
+        "exactly two entries, each at most 256 MiB and expanding at most 32 times; settings JSON 8 MiB, 64 deep; "
+        "the statistics `.npz` member by member, header first: float64, at most 2**22 items each, declared size "
+        "and compression ratio (32) within what the header's shape needs; running statistics finite, var >= 0, "
+        "count > 0; SB3's pickle "
         "only with allow_pickle=True",
     ),
     "load_replay_buffer / ReplayBuffer.load (uniform, n-step, PER/LAP, HER, Dict)": (

@@ -25,7 +25,14 @@ import numpy as np
 from gymnasium import spaces
 
 from rlkit_td3.checks import check_bool
-from rlkit_td3.file_reader import ModelFileError, ZipReader, unpickle
+from rlkit_td3.file_reader import (
+    MAX_METADATA_BYTES,
+    MAX_TENSOR_RATIO,
+    ModelFileError,
+    ZipReader,
+    parse_json,
+    unpickle,
+)
 from rlkit_td3.running_mean_std import RunningMeanStd, check_running_stats
 from rlkit_td3.serialization import atomic_write
 from rlkit_td3.vec_env.base_vec_env import VecEnv, VecEnvObs, VecEnvStepReturn, VecEnvWrapper
@@ -418,12 +425,19 @@ class VecNormalize(VecEnvWrapper):
                 from it.
 
         Raises:
-            ValueError: the file is neither format (or is a pickle and ``allow_pickle`` is false), or it does
-                not fit ``venv``.
+            ModelFileError: (a ``ValueError``) the file is neither format, is malformed, holds invalid
+                statistics or settings, or does not fit ``venv``.
+            ValueError: the file is a pickle and ``allow_pickle`` is false.
         """
         check_bool("allow_pickle", allow_pickle)
         if zipfile.is_zipfile(load_path):
-            return VecNormalize.from_state(_read_state(load_path), venv)
+            state = _read_state(load_path)
+            try:
+                return VecNormalize.from_state(state, venv)
+            except ModelFileError:
+                raise
+            except ValueError as exc:  # the file's statistics or settings: the file's fault, named as such
+                raise ModelFileError(f"{os.fspath(load_path)!r} (a VecNormalize file): {exc}") from exc
         with open(load_path, "rb") as fh:
             head = fh.read(2)
         if head[:1] == b"\x80":  # pickle protocol 2+
@@ -433,7 +447,9 @@ class VecNormalize(VecEnvWrapper):
                     "the file, so it is refused unless you pass allow_pickle=True for a file you trust"
                 )
             return VecNormalize.from_state(_state_from_sb3_pickle(load_path), venv)
-        raise ValueError(f"{os.fspath(load_path)!r} is not a VecNormalize file (neither rlkit_td3's zip nor a pickle)")
+        raise ModelFileError(
+            f"{os.fspath(load_path)!r} is not a VecNormalize file (neither rlkit_td3's zip nor a pickle)"
+        )
 
 
 _MAX_STAT_ITEMS = 2**22
@@ -450,8 +466,8 @@ def _read_state(path: str | os.PathLike[str]) -> dict[str, Any]:
     with ZipReader(path, what, allowed=allowed, max_entry_bytes=_MAX_ENTRY_BYTES) as archive:
         if archive.names != allowed:
             raise ModelFileError(f"{what}: entries {sorted(archive.names)}, expected {sorted(allowed)}")
-        config = archive.json(_JSON_ENTRY)
-        with archive.npz(_ARRAYS_ENTRY, _MAX_ENTRY_BYTES) as npz:
+        config = parse_json(archive.read(_JSON_ENTRY, MAX_METADATA_BYTES, MAX_TENSOR_RATIO), f"{what}: settings")
+        with archive.npz(_ARRAYS_ENTRY, _MAX_ENTRY_BYTES, MAX_TENSOR_RATIO) as npz:
             members = npz.namelist()
             if len(members) > _MAX_STAT_MEMBERS or not all(m.endswith(".npy") for m in members):
                 raise ModelFileError(f"{what}: {_ARRAYS_ENTRY} holds {len(members)} members, not only .npy statistics")
