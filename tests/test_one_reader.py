@@ -135,3 +135,20 @@ def test_every_door_names_a_real_function_that_reads_through_the_reader(door):
     assert callable(obj), dotted
     module = Path(importlib.import_module(obj.__module__).__file__).read_text()
     assert "file_reader" in module or "read_model_zip" in module, f"{dotted} does not read through the reader"
+
+
+def test_the_security_page_lists_every_door_from_the_registry():
+    import sys
+
+    sys.path.insert(0, str(ROOT))
+    from docs_hooks.security import MARKER, doors_table, on_page_markdown, read_doors
+
+    from rlkit_td3.file_reader import DOORS
+
+    assert read_doors() == DOORS  # the hook reads the very registry the code holds
+    page = (ROOT / "docs" / "security.md").read_text()
+    assert MARKER in page
+    rendered = on_page_markdown(page)
+    for door, (function, _) in DOORS.items():
+        assert f"| {door} | `{function}` |" in rendered
+    assert doors_table({"d": ("f", "a | b")}).splitlines()[-1] == "| d | `f` | a / b |"
