@@ -26,7 +26,9 @@ import contextlib
 import io
 import json
 import os
+import re
 import tempfile
+import time
 import zipfile
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
@@ -53,6 +55,27 @@ PICKLE_ENTRY = "pickled.pkl"
 BUFFER_ENTRY = "replay_buffer.npz"
 
 
+STALE_TEMPORARY_SECONDS = 600
+"""A temporary file of ours older than this (by its last write) beside a path being saved is a killed save's."""
+
+
+def remove_stale_temporaries(target: Path, suffix: str = ".tmp") -> list[Path]:
+    """Delete the temporary files a killed save of ``target`` left (``.<name>.<8 random characters><suffix>``,
+    the names `atomic_path()` makes) whose last write is older than `STALE_TEMPORARY_SECONDS`: a save still
+    running elsewhere writes its file continuously and is left alone. Returns the files deleted."""
+    pattern = re.compile(rf"\.{re.escape(target.name)}\.[a-z0-9_]{{8}}{re.escape(suffix)}")
+    removed = []
+    now = time.time()
+    with contextlib.suppress(OSError):
+        for sibling in target.parent.iterdir():
+            if pattern.fullmatch(sibling.name) and sibling.is_file() and not sibling.is_symlink():
+                with contextlib.suppress(OSError):
+                    if now - sibling.stat().st_mtime > STALE_TEMPORARY_SECONDS:
+                        sibling.unlink()
+                        removed.append(sibling)
+    return removed
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike[str], suffix: str = ".tmp") -> Iterator[Path]:
     """A temporary path beside ``path`` to write to; on success it is fsynced and renamed onto ``path``.
@@ -66,6 +89,7 @@ def atomic_path(path: str | os.PathLike[str], suffix: str = ".tmp") -> Iterator[
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temporaries(target, suffix)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix, dir=target.parent)
     os.close(fd)
     umask = os.umask(0)

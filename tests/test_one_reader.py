@@ -142,7 +142,6 @@ def test_the_security_page_lists_every_door_from_the_registry():
 
     sys.path.insert(0, str(ROOT))
     from docs_hooks.security import MARKER, doors_table, on_page_markdown, read_doors
-
     from rlkit_td3.file_reader import DOORS
 
     assert read_doors() == DOORS  # the hook reads the very registry the code holds
