@@ -382,6 +382,13 @@ class HerReplayBuffer(DictReplayBuffer):
                 f"the env's compute_reward returned shape {rewards.shape} for {len(achieved)} goals; it must be "
                 "vectorised over the first axis (one reward per goal)"
             )
+        if not np.isfinite(rewards).all():  # caught here, before a NaN reward reaches the critics' targets
+            bad = int(np.flatnonzero(~np.isfinite(rewards.reshape(-1)))[0])
+            raise ValueError(
+                f"the env's compute_reward returned a non-finite reward ({rewards.reshape(-1)[bad]}) for a "
+                f"relabelled goal (achieved_goal={achieved[bad].tolist()}, desired_goal={desired[bad].tolist()}); "
+                "rewards must be finite float32 values"
+            )
         return rewards.reshape(len(achieved))
 
     # ------------------------------------------------------------------ persistence
