@@ -7,7 +7,6 @@ ends with one line on stderr naming what is wrong, and exit code 2.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Sequence
@@ -60,6 +59,7 @@ def _load_run(run: str, env: str | None) -> tuple[Any, str]:
 
     from rlkit_td3 import TD3
     from rlkit_td3.experiments import algorithm_class, check_env_id
+    from rlkit_td3.file_reader import read_json_file
     from rlkit_td3.sb3_import import is_sb3_zip
     from rlkit_td3.serialization import read_model_zip, spaces_equal
 
@@ -70,7 +70,10 @@ def _load_run(run: str, env: str | None) -> tuple[Any, str]:
         raise UsageError(f"no model at {path}")
     env_id = env
     if env_id is None and (path.parent / "config.json").is_file():
-        env_id = json.loads((path.parent / "config.json").read_text())["env_id"]
+        try:
+            env_id = read_json_file(path.parent / "config.json")["env_id"]
+        except (ValueError, TypeError, KeyError) as exc:
+            raise UsageError(f"cannot read the env id from {path.parent / 'config.json'}: {exc}") from None
     if env_id is None:
         raise UsageError("--env is needed for a model outside a run directory")
     check_env_id(env_id)

@@ -8,6 +8,7 @@ checkpoint of its run could resume exactly.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -16,9 +17,10 @@ from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 
 from rlkit_td3.dict_obs import obs_from_tensors, obs_shapes, obs_to_tensors, stack_obs
 from rlkit_td3.serialization import ModelFileError, rng_state_to_json, set_rng_state
+from rlkit_td3.utils import InexactResumeWarning
 from rlkit_td3.validators import check_rng_json
 from rlkit_td3.vec_env.dummy_vec_env import DummyVecEnv
-from rlkit_td3.vec_env.gymnasium_bridge import GymnasiumVecEnv
+from rlkit_td3.vec_env.gymnasium_bridge import GymnasiumVecEnv, VecEnvView
 from rlkit_td3.vec_env.training_env import episode_statistics
 
 
@@ -71,13 +73,22 @@ def pre_reset_states(model: Any) -> list[dict[str, Any] | None] | None:
     ]
 
 
+def _gymnasium_base(model: Any) -> Any:
+    """The innermost vector env of the model's training env, looking through a `VecEnvView` (what another model's
+    ``get_env()`` returns) to the gymnasium vector env it shows, whose sub-envs' generators are reachable."""
+    base = None if model._venv is None else model._venv.unwrapped
+    if isinstance(base, GymnasiumVecEnv) and isinstance(base.sb3_env, VecEnvView):
+        base = base.sb3_env.gym_env.unwrapped
+    return base
+
+
 def _env_generators(model: Any) -> list[Any] | None:
     """Each sub-env's own generator (``env.unwrapped.np_random``), where the vector env lets us reach it.
 
     For a ``SyncVectorEnv`` these are the generators themselves; for an ``AsyncVectorEnv``, copies
     received from the worker processes (see `restart_envs()` for how those are set).
     """
-    base = None if model._venv is None else model._venv.unwrapped
+    base = _gymnasium_base(model)
     if isinstance(base, SyncVectorEnv):
         return [sub.unwrapped.np_random for sub in base.envs]
     if isinstance(base, AsyncVectorEnv):
@@ -93,6 +104,34 @@ def env_rng_states(model: Any) -> list[dict[str, Any]] | None:
     if generators is None:
         return None
     return [rng_state_to_json(rng) for rng in generators]
+
+
+def _warn_if_inexact(model: Any, generators: list[Any] | None) -> None:
+    """Warn (`InexactResumeWarning`) when the model's env cannot go on from the saved envs' state: its sub-envs'
+    generators are out of reach, or it is a `VecEnvView` (another model's ``get_env()``) of a vector env that
+    resets ended envs otherwise than the view does, so the episode bookkeeping of the saved run is not redone."""
+    why = None
+    base = model._venv.unwrapped
+    if generators is None:
+        why = (
+            f"the random generators of its sub-envs cannot be reached through a {type(base).__name__}, so the "
+            "envs' random state saved in the checkpoint is not restored"
+        )
+    elif isinstance(base, GymnasiumVecEnv) and isinstance(base.sb3_env, VecEnvView):
+        mode = AutoresetMode(base.sb3_env.gym_env.metadata.get("autoreset_mode", AutoresetMode.NEXT_STEP))
+        if mode != AutoresetMode.DISABLED:
+            why = (
+                f"it is a view with same-step autoreset (such as another model's get_env()) of a vector env with "
+                f"{mode}: the envs' random state is restored, but their reset bookkeeping is not the saved run's"
+            )
+    if why is not None:
+        warnings.warn(
+            f"the env given to load() does not resume the saved run exactly: {why}. Training goes on, not bit "
+            "for bit as the saved run would; for an exact resume pass the env id, a freshly made env or the "
+            "gymnasium vector env itself",
+            InexactResumeWarning,
+            stacklevel=8,  # restart_envs, load_state_dict, _restore_training_state, _fill_from_file, 3 loads
+        )
 
 
 def restart_envs(
@@ -115,13 +154,16 @@ def restart_envs(
     - otherwise the envs are reset at the start of the next ``learn`` (the episodes in flight restart).
     """
     generators = _env_generators(model)
+    if env_rngs is not None:
+        _warn_if_inexact(model, generators)
     model._env_seeded = True
     obs, _ = model._venv.reset()
     if env_rngs is not None and generators is not None and len(env_rngs) == len(generators):
         for rng, spec in zip(generators, env_rngs):
             set_rng_state(rng, spec)
-        if isinstance(model._venv.unwrapped, AsyncVectorEnv):  # the generators are copies: send them back
-            model._venv.unwrapped.set_attr("np_random", generators)
+        base = _gymnasium_base(model)
+        if isinstance(base, AsyncVectorEnv):  # the generators are copies: send them back
+            base.set_attr("np_random", generators)
     stats = episode_statistics(model._venv)
     if stats is not None:  # the recent episodes, for rollout/ep_rew_mean
         for r, n in getattr(model, "_saved_episode_infos", ()):

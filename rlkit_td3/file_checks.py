@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from rlkit_td3.file_reader import read_npy_member
 from rlkit_td3.load_arguments import (
     CUSTOM_TO_CTOR,
     CallerArgumentError,
@@ -56,7 +57,6 @@ from rlkit_td3.validators import (
     check_numpy_rng_state,
     check_rng_json,
     check_torch_generator_state,
-    read_npy_member,
 )
 
 # re-exported: the bool check of every trust switch, and the checks that moved to their components' modules

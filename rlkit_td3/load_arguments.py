@@ -157,4 +157,10 @@ def print_system_info_of(saved: Any) -> None:
     saved = saved if isinstance(saved, dict) else {}
     print("== system that saved the model | current system ==")
     for key, current in _system_info().items():
-        print(f"{key}: {str(saved.get(key, '?'))[:200]} | {current}")
+        print(f"{key}: {printable(str(saved.get(key, '?'))[:200])} | {current}")
+
+
+def printable(text: str) -> str:
+    """``text`` with every control or non-printable character (terminal escapes, newlines, NUL, bidi overrides)
+    written as its escape (``\\x1b``), so that what a file says cannot drive the terminal."""
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)

@@ -19,6 +19,7 @@ import gymnasium as gym
 import numpy as np
 
 from rlkit_td3.checks import check_bool
+from rlkit_td3.file_reader import parse_json
 from rlkit_td3.serialization import atomic_write
 
 if TYPE_CHECKING:
@@ -203,7 +204,7 @@ def load_results(path: str | os.PathLike[str]) -> pd.DataFrame:
             first = fh.readline()
             if not first.startswith("#"):
                 raise ValueError(f"{file} is not a monitor file: its first line is not a '#{{...}}' header")
-            header = json.loads(first[1:])
+            header = parse_json(first[1:], f"{file}: header")
             frame = pd.read_csv(fh)
         frame["t"] += header["t_start"]
         starts.append(header["t_start"])

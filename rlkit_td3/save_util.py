@@ -17,6 +17,7 @@ from typing import IO, Any
 
 import cloudpickle
 
+from rlkit_td3.file_reader import unpickle
 from rlkit_td3.serialization import require_bool
 
 _MODES = {"w": "w", "write": "w", "r": "r", "read": "r"}
@@ -107,7 +108,7 @@ def load_from_pkl(path: str | os.PathLike[str] | IO[bytes], verbose: int = 0, al
         )
     stream = open_path(path, "r", verbose=verbose, suffix="pkl")
     try:
-        return pickle.load(stream)  # noqa: S301 - the caller opted in with allow_pickle=True
+        return unpickle(stream, f"{path!r}", allow_pickle=True)  # the caller opted in
     finally:
         if stream is not path:
             stream.close()

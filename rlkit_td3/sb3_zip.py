@@ -7,26 +7,14 @@ from __future__ import annotations
 
 import base64
 import binascii
-import io
-import json
 import math
 import pickletools
-import zipfile
-import zlib
 from pathlib import Path
 from typing import Any
 
-import torch
-
+from rlkit_td3.file_reader import MAX_ENTRY_BYTES, MAX_METADATA_BYTES, ModelFileError, ZipReader, unpickle
 from rlkit_td3.load_arguments import existing_zip_path
 from rlkit_td3.policies.networks import DEFAULT_NET_ARCH, parse_net_arch
-from rlkit_td3.serialization import (
-    MAX_COMPRESSION_RATIO,
-    MAX_ENTRY_BYTES,
-    MAX_METADATA_BYTES,
-    ModelFileError,
-    _read_entry,
-)
 from rlkit_td3.validators import ENTRY_OVERHEAD_BYTES, TENSOR_OVERHEAD_BYTES
 
 DATA_ENTRY = "data"
@@ -66,8 +54,8 @@ def is_sb3_zip(path: Any) -> bool:
     ``data`` entry and no ``metadata.json``. Never raises: anything else (a missing file, not a zip, a bad
     path type) is ``False``, and the caller's own loading reports it."""
     try:
-        with zipfile.ZipFile(existing_zip_path(path)) as archive:
-            names = set(archive.namelist())
+        with ZipReader(existing_zip_path(path)) as archive:
+            names = archive.names
     except Exception:  # noqa: BLE001  (not an SB3 zip, whatever is wrong with it)
         return False
     return DATA_ENTRY in names and "metadata.json" not in names
@@ -79,12 +67,11 @@ def _pickled(value: Any) -> bool:
 
 def _unpickle(field: str, value: dict[str, Any]) -> Any:
     """The object a ``:serialized:`` field holds (only ever called with ``allow_pickle=True``)."""
-    import cloudpickle
-
     try:
-        return cloudpickle.loads(base64.b64decode(value[":serialized:"]))
-    except Exception as exc:  # noqa: BLE001  (whatever unpickling a file's bytes raises is the file's fault)
-        raise ModelFileError(f"{DATA_ENTRY}[{field!r}] could not be unpickled ({type(exc).__name__}: {exc})") from exc
+        raw = base64.b64decode(value[":serialized:"])
+    except (binascii.Error, ValueError, TypeError) as exc:
+        raise ModelFileError(f"{DATA_ENTRY}[{field!r}] is not base64 ({exc})") from exc
+    return unpickle(raw, f"{DATA_ENTRY}[{field!r}]", allow_pickle=True)
 
 
 def _pickle_scan(value: dict[str, Any]) -> tuple[list[str], list[int], list[bytes]]:
@@ -126,14 +113,6 @@ def _entry_limits(data: dict[str, Any]) -> dict[str, int]:
     return {name: min(limit, MAX_ENTRY_BYTES) for name, limit in limits.items()}
 
 
-def _read(archive: zipfile.ZipFile, name: str, limit: int, path: Any) -> bytes:
-    """An entry's bytes, at most ``limit`` (`rlkit_td3.serialization._read_entry`), a damaged one named."""
-    try:
-        return _read_entry(archive, name, limit, path)
-    except (zipfile.BadZipFile, EOFError, OSError, zlib.error) as exc:
-        raise ModelFileError(f"{path}: entry {name!r} is damaged ({type(exc).__name__}: {exc})") from exc
-
-
 def read_sb3_zip(path: str | Path) -> tuple[dict[str, Any], dict[str, Any], dict[str, str]]:
     """``(data, tensors, system)`` of an SB3 model archive, trusting nothing in it.
 
@@ -149,22 +128,12 @@ def read_sb3_zip(path: str | Path) -> tuple[dict[str, Any], dict[str, Any], dict
         ModelFileError: naming the entry that is missing, unexpected, too large or unreadable.
     """
     try:
-        with zipfile.ZipFile(path) as archive:
-            seen: set[str] = set()
-            for info in archive.infolist():
-                name = info.filename
-                if name in seen:
-                    raise ModelFileError(f"{path}: entry {name!r} appears twice")
-                seen.add(name)
-                if info.file_size > MAX_COMPRESSION_RATIO * max(info.compress_size, 1) and info.file_size > 2**20:
-                    raise ModelFileError(f"{path}: entry {name!r} expands more than {MAX_COMPRESSION_RATIO} times")
+        with ZipReader(path) as archive:
+            seen = archive.names
             for name in (DATA_ENTRY, "policy.pth"):
                 if name not in seen:
                     raise ModelFileError(f"{path}: no {name!r} entry; an SB3 model file has one")
-            try:
-                data = json.loads(_read(archive, DATA_ENTRY, MAX_METADATA_BYTES, path))
-            except (UnicodeDecodeError, ValueError) as exc:
-                raise ModelFileError(f"{path}: entry {DATA_ENTRY!r} is not valid JSON ({exc})") from exc
+            data = archive.json(DATA_ENTRY, MAX_METADATA_BYTES)
             if not isinstance(data, dict):
                 raise ModelFileError(f"{path}: entry {DATA_ENTRY!r} is not a JSON object")
             try:
@@ -178,7 +147,7 @@ def read_sb3_zip(path: str | Path) -> tuple[dict[str, Any], dict[str, Any], dict
                     f"{sorted(SB3_ENTRIES)}"
                 )
             text = {
-                name: _read(archive, name, limit, path).decode("utf-8", "replace")
+                name: archive.read(name, limit).decode("utf-8", "replace")
                 for name, limit in _TEXT_ENTRIES.items()
                 if name in seen
             }
@@ -186,16 +155,7 @@ def read_sb3_zip(path: str | Path) -> tuple[dict[str, Any], dict[str, Any], dict
             system = _system_info(text.get("system_info.txt", ""))
             system.setdefault("stable_baselines3", version.strip())
             limits = _entry_limits(data)
-            tensors = {}
-            for name in _TENSOR_ENTRIES:
-                if name in seen:
-                    raw = _read(archive, name, limits[name], path)
-                    try:
-                        tensors[name] = torch.load(io.BytesIO(raw), map_location="cpu", weights_only=True)
-                    except Exception as exc:  # noqa: BLE001  (untrusted bytes)
-                        raise ModelFileError(
-                            f"{path}: entry {name!r} is unreadable ({type(exc).__name__}: {exc})"
-                        ) from exc
+            tensors = {name: archive.tensors(name, limits[name]) for name in _TENSOR_ENTRIES if name in seen}
     except (ModelFileError, UnsupportedModelError, FileNotFoundError):
         raise
     except Exception as exc:  # noqa: BLE001  (anything that fails while parsing untrusted bytes)

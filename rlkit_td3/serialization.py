@@ -26,7 +26,9 @@ import contextlib
 import io
 import json
 import os
+import re
 import tempfile
+import time
 import zipfile
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
@@ -38,6 +40,13 @@ import torch
 from gymnasium import spaces
 
 from rlkit_td3.checks import check_bool as require_bool  # the bool check of every trust switch
+from rlkit_td3.file_reader import (  # the one reader; re-exported where older code imports them
+    MAX_ENTRY_BYTES,
+    MAX_METADATA_BYTES,
+    ModelFileError,
+    ZipReader,
+    unpickle,
+)
 
 FORMAT_NAME = "rlkit_td3"
 FORMAT_VERSION = 1
@@ -46,8 +55,25 @@ PICKLE_ENTRY = "pickled.pkl"
 BUFFER_ENTRY = "replay_buffer.npz"
 
 
-class ModelFileError(ValueError):
-    """A model file is unreadable, inconsistent, or asks for something loading does not allow."""
+STALE_TEMPORARY_SECONDS = 600
+"""A temporary file of ours older than this (by its last write) beside a path being saved is a killed save's."""
+
+
+def remove_stale_temporaries(target: Path, suffix: str = ".tmp") -> list[Path]:
+    """Delete the temporary files a killed save of ``target`` left (``.<name>.<8 random characters><suffix>``,
+    the names `atomic_path()` makes) whose last write is older than `STALE_TEMPORARY_SECONDS`: a save still
+    running elsewhere writes its file continuously and is left alone. Returns the files deleted."""
+    pattern = re.compile(rf"\.{re.escape(target.name)}\.[a-z0-9_]{{8}}{re.escape(suffix)}")
+    removed = []
+    now = time.time()
+    with contextlib.suppress(OSError):
+        for sibling in target.parent.iterdir():
+            if pattern.fullmatch(sibling.name) and sibling.is_file() and not sibling.is_symlink():
+                with contextlib.suppress(OSError):
+                    if now - sibling.stat().st_mtime > STALE_TEMPORARY_SECONDS:
+                        sibling.unlink()
+                        removed.append(sibling)
+    return removed
 
 
 @contextlib.contextmanager
@@ -63,6 +89,7 @@ def atomic_path(path: str | os.PathLike[str], suffix: str = ".tmp") -> Iterator[
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temporaries(target, suffix)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix, dir=target.parent)
     os.close(fd)
     umask = os.umask(0)
@@ -289,53 +316,8 @@ def write_model_zip(
                 archive.writestr(PICKLE_ENTRY, cloudpickle.dumps(pickled))
 
 
-MAX_METADATA_BYTES = 8 * 2**20
-"""Largest ``metadata.json`` that `read_model_zip()` reads."""
-MAX_ENTRY_BYTES = 8 * 2**30
-"""Largest uncompressed size of any one entry (a 1M-transition HalfCheetah buffer is about 250 MB)."""
-MAX_COMPRESSION_RATIO = 2000
-"""Entries that claim to expand more than this many times their compressed size are refused (zip bombs)."""
-
 _TENSOR_ENTRIES = {"policy", "actor_optimizer", "critic_optimizer", "training_state"}
 _ALLOWED_ENTRIES = {METADATA_ENTRY, BUFFER_ENTRY, PICKLE_ENTRY} | {f"{name}.pth" for name in _TENSOR_ENTRIES}
-
-
-def _check_entries(archive: zipfile.ZipFile, path: Any) -> set[str]:
-    """Names of the archive's entries, after refusing anything a model file never holds."""
-    names = set()
-    for info in archive.infolist():
-        name = info.filename
-        if name.startswith(("/", "\\")) or ".." in name.split("/") or "\\" in name or ":" in name:
-            raise ModelFileError(f"{path}: entry {name!r} has an unsafe path")
-        if name not in _ALLOWED_ENTRIES:
-            raise ModelFileError(f"{path}: unexpected entry {name!r}; a model file holds {sorted(_ALLOWED_ENTRIES)}")
-        if name in names:
-            raise ModelFileError(f"{path}: entry {name!r} appears twice")
-        limit = MAX_METADATA_BYTES if name == METADATA_ENTRY else MAX_ENTRY_BYTES
-        if info.file_size > limit:
-            raise ModelFileError(f"{path}: entry {name!r} declares {info.file_size} bytes, more than {limit}")
-        if info.file_size > MAX_COMPRESSION_RATIO * max(info.compress_size, 1) and info.file_size > 2**20:
-            raise ModelFileError(
-                f"{path}: entry {name!r} expands {info.file_size / max(info.compress_size, 1):.0f} times "
-                f"(limit {MAX_COMPRESSION_RATIO}); refusing a possible zip bomb"
-            )
-        names.add(name)
-    return names
-
-
-def _read_entry(archive: zipfile.ZipFile, name: str, limit: int, path: Any) -> bytes:
-    """An entry's bytes, refusing it before reading if it declares more than ``limit`` bytes, and reading at
-    most ``limit + 1`` bytes whatever its header says (a lying header cannot make the read any larger)."""
-    info = archive.getinfo(name)
-    if info.file_size > limit:
-        raise ModelFileError(
-            f"{path}: entry {name!r} declares {info.file_size} bytes, more than the {limit} its model can need"
-        )
-    with archive.open(info) as fh:
-        data = fh.read(limit + 1)
-    if len(data) > limit:
-        raise ModelFileError(f"{path}: entry {name!r} holds more than {limit} bytes")
-    return data
 
 
 def read_model_zip(
@@ -367,41 +349,42 @@ def read_model_zip(
     """
     require_bool("allow_pickle", allow_pickle)
     try:
-        with zipfile.ZipFile(path) as archive:
-            names = _check_entries(archive, path)
-            if METADATA_ENTRY not in names:
-                raise ModelFileError(f"{path}: not an rlkit_td3 model file (no {METADATA_ENTRY})")
-            metadata = json.loads(_read_entry(archive, METADATA_ENTRY, MAX_METADATA_BYTES, path))
-            if not isinstance(metadata, dict) or metadata.get("format") != FORMAT_NAME:
-                raise ModelFileError(f"{path}: not an rlkit_td3 model file")
-            if metadata.get("format_version") != FORMAT_VERSION:
-                raise ModelFileError(
-                    f"{path}: format version {metadata.get('format_version')!r}, "
-                    f"this library reads version {FORMAT_VERSION}"
-                )
-            limits = entry_limits(metadata) if entry_limits is not None else {}
-
-            def read(name: str) -> bytes:
-                return _read_entry(archive, name, limits.get(name, MAX_ENTRY_BYTES), path)
-
-            tensors = {}
-            for name in sorted(names):
-                if name.endswith(".pth"):
-                    tensors[name[: -len(".pth")]] = torch.load(
-                        io.BytesIO(read(name)), map_location="cpu", weights_only=True
-                    )
-            blobs = {name: read(name) for name in (BUFFER_ENTRY,) if name in names}
-            pickled: dict[str, Any] = {}
-            if PICKLE_ENTRY in names and allow_pickle:
-                import cloudpickle
-
-                pickled = cloudpickle.loads(archive.read(PICKLE_ENTRY))
-                if not isinstance(pickled, dict):
-                    raise ModelFileError(f"{path}: the pickle entry is not a dict")
-    except ModelFileError:
-        raise
-    except FileNotFoundError:
+        return _read_model_zip(path, allow_pickle, entry_limits)
+    except (ModelFileError, FileNotFoundError):
         raise  # a missing file is the caller's mistake, not a bad file
     except Exception as exc:  # noqa: BLE001  (anything that fails while parsing untrusted bytes)
         raise ModelFileError(f"{path}: unreadable model file ({type(exc).__name__}: {exc})") from exc
+
+
+def _read_model_zip(path: Any, allow_pickle: bool, entry_limits: Any) -> tuple[dict, dict, dict, dict]:
+    with ZipReader(path, allowed=_ALLOWED_ENTRIES) as archive:
+        names = archive.names
+        if METADATA_ENTRY not in names:
+            raise ModelFileError(f"{path}: not an rlkit_td3 model file (no {METADATA_ENTRY})")
+        metadata = archive.json(METADATA_ENTRY, MAX_METADATA_BYTES)
+        if not isinstance(metadata, dict) or metadata.get("format") != FORMAT_NAME:
+            raise ModelFileError(f"{path}: not an rlkit_td3 model file")
+        if metadata.get("format_version") != FORMAT_VERSION:
+            raise ModelFileError(
+                f"{path}: format version {metadata.get('format_version')!r}, "
+                f"this library reads version {FORMAT_VERSION}"
+            )
+        try:
+            limits = entry_limits(metadata) if entry_limits is not None else {}
+        except ModelFileError as exc:
+            raise ModelFileError(f"{path}: {exc}") from exc
+        tensors = {
+            name[: -len(".pth")]: archive.tensors(name, limits.get(name, MAX_ENTRY_BYTES))
+            for name in sorted(names)
+            if name.endswith(".pth")
+        }
+        blobs = {
+            name: archive.read(name, limits.get(name, MAX_ENTRY_BYTES)) for name in (BUFFER_ENTRY,) if name in names
+        }
+        pickled: dict[str, Any] = {}
+        if PICKLE_ENTRY in names and allow_pickle:
+            raw = archive.read(PICKLE_ENTRY, limits.get(PICKLE_ENTRY, MAX_ENTRY_BYTES))
+            pickled = unpickle(raw, f"{path}: entry {PICKLE_ENTRY!r}", allow_pickle=True)
+            if not isinstance(pickled, dict):
+                raise ModelFileError(f"{path}: the pickle entry is not a dict")
     return metadata, tensors, pickled, blobs

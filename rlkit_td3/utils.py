@@ -36,6 +36,12 @@ class ThreadOversubscriptionWarning(UserWarning):
     Tips page). Fix: ``torch.set_num_threads(1)`` (or ``OMP_NUM_THREADS=1``), one thread per run."""
 
 
+class InexactResumeWarning(UserWarning):
+    """A checkpoint was loaded onto an env that cannot carry on from the saved envs' random state and episode
+    bookkeeping (see the Saving page, "What exact resume covers"): training goes on, but not bit for bit as the
+    saved run would have. Fix: load with the env id, a freshly made env, or the gymnasium vector env itself."""
+
+
 _thread_warning_given = False
 
 

@@ -868,3 +868,20 @@ def test_fuzzed_her_buffer_files_load_or_raise_model_file_error():
             assert np.array_equal(target.ep_length[goals], target.ep_length[valid])
             target.sample(64)
     assert 0 < loaded < 400  # some variants (e.g. an odd reward) are valid files
+
+
+class _NaNRewardBitFlipping(BitFlippingEnv):
+    """Its env rewards are finite; only ``compute_reward`` (the relabelled rewards) returns NaN."""
+
+    def compute_reward(self, achieved_goal, desired_goal, info):
+        return np.full(np.shape(achieved_goal)[:-1], np.nan, dtype=np.float32)
+
+
+def test_a_nan_from_compute_reward_is_refused_at_sampling_before_any_weight_changes():
+    env = gym.wrappers.TimeLimit(_NaNRewardBitFlipping(4), max_episode_steps=4)
+    model = TD3("MultiInputPolicy", env, replay_buffer_class=HerReplayBuffer, learning_starts=20, batch_size=16, seed=0)
+    model.learn(16)  # before learning_starts: env rewards only, no relabelling yet
+    before = [p.detach().clone() for p in model.policy.parameters()]
+    with pytest.raises(ValueError, match=r"compute_reward returned a non-finite reward \(nan\) for a relabelled goal"):
+        model.learn(40, reset_num_timesteps=False)
+    assert all(torch.equal(a, b) for a, b in zip(before, model.policy.parameters()))  # main: NaN weights

@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 import zipfile
 from pathlib import Path
 
@@ -22,7 +23,8 @@ import rlkit_td3  # noqa: F401  (registers the Bullet ids)
 from rlkit_td3 import TD3
 from rlkit_td3.noise import NormalActionNoise, OrnsteinUhlenbeckActionNoise
 from rlkit_td3.schedules import LinearSchedule
-from rlkit_td3.vec_env import DummyVecEnv
+from rlkit_td3.utils import InexactResumeWarning
+from rlkit_td3.vec_env import DummyVecEnv, VecNormalize
 
 SMALL = dict(batch_size=32, policy_kwargs={"net_arch": [32, 32]}, seed=7)
 ROOT = Path(__file__).resolve().parents[1]
@@ -417,3 +419,54 @@ def test_checkpoints_of_same_step_autoreset_vector_envs_are_refused(tmp_path):
         model.learn(20, callback=CheckpointCallback(10, tmp_path / "ckpt", save_replay_buffer=True))
     model.learn(20, callback=CheckpointCallback(10, tmp_path / "ckpt"))  # without the buffer: allowed
     assert (tmp_path / "ckpt" / "rl_model_20_steps.zip").exists()
+
+
+def _checkpoint_at(path, k: int):
+    def save_at_k(locals_, globals_):
+        if locals_["self"].num_timesteps == k:
+            locals_["self"].save(path, include_buffer=True)
+        return True
+
+    return save_at_k
+
+
+def _same_parameters(a: TD3, b: TD3) -> bool:
+    return all(torch.equal(x, y) for x, y in zip(a.policy.parameters(), b.policy.parameters()))
+
+
+def test_resume_on_another_models_env_is_exact(tmp_path):
+    """``TD3.load(path, env=other.get_env())``: the view of the other model's single env reaches its generator, so
+    the checkpoint's env state is restored and the run goes on bit for bit (main: silently other bits)."""
+    kwargs = dict(learning_starts=100, batch_size=16, policy_kwargs={"net_arch": [8]}, seed=3)
+    straight = TD3("MlpPolicy", "Pendulum-v1", **kwargs).learn(600, callback=_checkpoint_at(tmp_path / "k.zip", 400))
+    other = TD3("MlpPolicy", "Pendulum-v1", **{**kwargs, "seed": 11}).learn(150)  # its env mid-episode
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", InexactResumeWarning)
+        resumed = TD3.load(tmp_path / "k.zip", env=other.get_env())
+    resumed.learn(200, reset_num_timesteps=False)
+    assert _same_parameters(straight, resumed)
+
+
+def test_resume_on_a_view_of_a_next_step_vector_env_warns(tmp_path):
+    """Through another model's ``get_env()`` of a ``gym.make_vec`` env (next-step autoreset) the saved run's reset
+    bookkeeping cannot be redone: ``InexactResumeWarning`` says why, and the run indeed differs."""
+    kwargs = dict(learning_starts=100, batch_size=16, policy_kwargs={"net_arch": [8]}, seed=3)
+    straight = TD3("MlpPolicy", gym.make_vec("Pendulum-v1", 2), **kwargs)
+    straight.learn(800, callback=_checkpoint_at(tmp_path / "k.zip", 400))
+    other = TD3("MlpPolicy", gym.make_vec("Pendulum-v1", 2), **{**kwargs, "seed": 11}).learn(150)
+    with pytest.warns(InexactResumeWarning, match=r"view with same-step autoreset .*NEXT_STEP") as record:
+        resumed = TD3.load(tmp_path / "k.zip", env=other.get_env())
+    assert record[0].filename == __file__  # points at the caller's load()
+    resumed.learn(400, reset_num_timesteps=False)
+    assert not _same_parameters(straight, resumed)
+
+
+def test_resume_on_an_env_whose_generators_are_out_of_reach_warns(tmp_path):
+    model = TD3("MlpPolicy", "Pendulum-v1", learning_starts=10, **SMALL).learn(20)
+    model.save(tmp_path / "k.zip", include_buffer=True)
+    with pytest.warns(InexactResumeWarning, match="cannot be reached through a GymnasiumVecEnv"):
+        TD3.load(tmp_path / "k.zip", env=VecNormalize(DummyVecEnv([lambda: gym.make("Pendulum-v1")])))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", InexactResumeWarning)
+        TD3.load(tmp_path / "k.zip", env=gym.make("Pendulum-v1"))
+        TD3.load(tmp_path / "k.zip", env=DummyVecEnv([lambda: gym.make("Pendulum-v1")]))

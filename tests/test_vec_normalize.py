@@ -398,14 +398,14 @@ def test_load_never_runs_code_from_the_file_without_allow_pickle(tmp_path):
     with zipfile.ZipFile(tmp_path / "evil.zip", "w") as archive:
         archive.writestr("vec_normalize.json", config)
         archive.writestr("statistics.npz", buf.getvalue())
-    with pytest.raises(ValueError, match="not a readable VecNormalize file"):
+    with pytest.raises(ValueError, match="VecNormalize file.*holds object"):
         VecNormalize.load(tmp_path / "evil.zip", venv)
     assert not marker.exists()
     with zipfile.ZipFile(tmp_path / "extra.zip", "w") as archive:
         archive.writestr("vec_normalize.json", config)
         archive.writestr("statistics.npz", b"")
         archive.writestr("../escape", b"")
-    with pytest.raises(ValueError, match="entries"):
+    with pytest.raises(ValueError, match="entries|unsafe path|unexpected entry"):
         VecNormalize.load(tmp_path / "extra.zip", venv)
 
 
@@ -421,14 +421,14 @@ def _write_state(path, config, arrays):
     "change, message",
     [
         ({"arrays": {"obs_rms.var": np.array([-1.0, 1.0])}}, r"obs_rms.var must be >= 0"),
-        ({"arrays": {"obs_rms.var": np.array([np.nan, 1.0])}}, r"obs_rms.var holds non-finite values"),
-        ({"arrays": {"obs_rms.mean": np.array([np.nan, 0.0])}}, r"obs_rms.mean holds non-finite values"),
-        ({"arrays": {"obs_rms.mean": np.array([np.inf, 0.0])}}, r"obs_rms.mean holds non-finite values"),
+        ({"arrays": {"obs_rms.var": np.array([np.nan, 1.0])}}, r"obs_rms.var(.npy)? holds non-finite values"),
+        ({"arrays": {"obs_rms.mean": np.array([np.nan, 0.0])}}, r"obs_rms.mean(.npy)? holds non-finite values"),
+        ({"arrays": {"obs_rms.mean": np.array([np.inf, 0.0])}}, r"obs_rms.mean(.npy)? holds non-finite values"),
         ({"arrays": {"obs_rms.count": np.array(-3.0)}}, r"obs_rms.count must be a finite number > 0"),
         ({"arrays": {"ret_rms.count": np.array(0.0)}}, r"ret_rms.count must be a finite number > 0"),
         ({"arrays": {"ret_rms.count": np.array([1.0, 2.0])}}, r"ret_rms.count must be one number"),
         ({"arrays": {"ret_rms.mean": np.zeros(3), "ret_rms.var": np.ones(3)}}, r"ret_rms: mean has shape \(3,\)"),
-        ({"arrays": {"obs_rms.mean": np.array(["a", "b"])}}, r"obs_rms.mean must hold real numbers"),
+        ({"arrays": {"obs_rms.mean": np.array(["a", "b"])}}, r"obs_rms.mean(.npy holds <U1| must hold real numbers)"),
         ({"config": {"gamma": "0.9"}}, r"gamma must be a number in \[0, 1\], got '0.9'"),
         ({"config": {"gamma": 1.5}}, r"gamma must be a number in \[0, 1\], got 1.5"),
         ({"config": {"epsilon": 1e309}}, r"epsilon must be a finite positive number"),
@@ -458,7 +458,7 @@ def test_load_refuses_deeply_nested_json(tmp_path):
     state = venv.get_state()
     path = tmp_path / "deep.zip"
     _write_state(path, "[" * 100_000 + "]" * 100_000, state["arrays"])
-    with pytest.raises(ValueError, match="not a readable VecNormalize file: RecursionError"):
+    with pytest.raises(ValueError, match="JSON nested 100000 levels deep, more than 64"):
         VecNormalize.load(path, noisy_venv().venv)
 
 

@@ -12,9 +12,7 @@ in Stable-Baselines3): the constructor says so.
 
 from __future__ import annotations
 
-import json
 import os
-import zipfile
 from typing import IO, Any, NamedTuple
 
 import numpy as np
@@ -30,9 +28,10 @@ from rlkit_td3.buffers.replay_buffer import (
 )
 from rlkit_td3.checks import check_bool
 from rlkit_td3.dict_obs import check_dict_space
+from rlkit_td3.file_reader import ZipReader, parse_json, read_npy_member
 from rlkit_td3.serialization import ModelFileError, atomic_write
 from rlkit_td3.utils import get_device
-from rlkit_td3.validators import MAX_BUFFER_META_BYTES, read_npy_member
+from rlkit_td3.validators import MAX_BUFFER_META_BYTES
 
 
 class DictReplayBufferSamples(NamedTuple):
@@ -279,7 +278,7 @@ class DictReplayBuffer(ReplayBuffer):
             ModelFileError: (a ``ValueError``) the file is malformed or does not match this buffer.
         """
         try:
-            with zipfile.ZipFile(path) as archive:
+            with ZipReader(path, "replay buffer file") as archive:
                 self._load_checked(archive)
         except (ModelFileError, FileNotFoundError):
             raise
@@ -289,14 +288,14 @@ class DictReplayBuffer(ReplayBuffer):
     def _allowed_members(self) -> set[str]:
         return {"meta.npy", *(f"{name}.npy" for name in self._arrays())}
 
-    def _load_checked(self, archive: zipfile.ZipFile) -> None:
+    def _load_checked(self, archive: ZipReader) -> None:
         names = set(archive.namelist())
         allowed = self._allowed_members()
         if not names <= allowed:
             raise ModelFileError(f"the replay buffer file has unexpected entries {sorted(names - allowed)}")
         raw = read_npy_member(archive, "meta", np.uint8, None, max_items=MAX_BUFFER_META_BYTES)
         meta = check_buffer_meta(
-            json.loads(raw.tobytes().decode()),
+            parse_json(raw.tobytes(), "replay buffer meta", MAX_BUFFER_META_BYTES),
             obs_shape=self.obs_shape,
             action_dim=self.action_dim,
             n_envs=self.n_envs,
@@ -316,7 +315,7 @@ class DictReplayBuffer(ReplayBuffer):
         rng.bit_generator.state = meta["rng_state"]
         self._rng = rng
 
-    def _check_positions(self, meta: dict, archive: zipfile.ZipFile):  # noqa: ANN202
+    def _check_positions(self, meta: dict, archive: ZipReader):  # noqa: ANN202
         """The rows the file fills and a function that restores the positions (called once the rows are in)."""
         size, pos, full = meta["size"], meta["pos"], meta["full"]
         if size > self.buffer_size or (full and meta["buffer_size"] != self.buffer_size):

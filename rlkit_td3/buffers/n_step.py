@@ -17,8 +17,6 @@ The sample's ``rewards`` is ``sum_{j<k} gamma^j r_{t+j}`` and ``discounts`` is `
 
 from __future__ import annotations
 
-import json
-import zipfile
 from typing import NamedTuple
 
 import numpy as np
@@ -26,8 +24,9 @@ import torch
 from gymnasium import spaces
 
 from rlkit_td3.buffers.replay_buffer import ReplayBuffer
+from rlkit_td3.file_reader import ZipReader, parse_json, read_npy_member
 from rlkit_td3.serialization import ModelFileError
-from rlkit_td3.validators import MAX_BUFFER_META_BYTES, read_npy_member
+from rlkit_td3.validators import MAX_BUFFER_META_BYTES
 
 
 class NStepReplayBufferSamples(NamedTuple):
@@ -210,10 +209,10 @@ class NStepReplayBuffer(ReplayBuffer):
     def _extra_meta(self) -> dict:
         return {"n_steps": self.n_steps, "gamma": self.gamma, "last_row": self._last_row.tolist()}
 
-    def _load_checked(self, archive: zipfile.ZipFile) -> None:
+    def _load_checked(self, archive: ZipReader) -> None:
         # Everything this class adds is checked before the base class changes anything.
         raw = read_npy_member(archive, "meta", np.uint8, None, max_items=MAX_BUFFER_META_BYTES)
-        meta = json.loads(raw.tobytes().decode())
+        meta = parse_json(raw.tobytes(), "replay buffer meta", MAX_BUFFER_META_BYTES)
         if not isinstance(meta, dict):
             raise ModelFileError("the replay buffer file's meta is not a JSON object")
         self._check_file_meta(meta)

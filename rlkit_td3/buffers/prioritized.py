@@ -20,8 +20,6 @@ TD3 code).
 
 from __future__ import annotations
 
-import json
-import zipfile
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -30,8 +28,9 @@ from gymnasium import spaces
 
 from rlkit_td3.buffers.n_step import NStepReplayBuffer
 from rlkit_td3.buffers.replay_buffer import normalize_samples
+from rlkit_td3.file_reader import ZipReader, parse_json, read_npy_member
 from rlkit_td3.serialization import ModelFileError
-from rlkit_td3.validators import MAX_BUFFER_META_BYTES, read_npy_member
+from rlkit_td3.validators import MAX_BUFFER_META_BYTES
 
 PRIORITIZATIONS = ("proportional", "lap")
 
@@ -300,9 +299,9 @@ class PrioritizedReplayBuffer(NStepReplayBuffer):
     def _extra_meta(self) -> dict:
         return {**super()._extra_meta(), "max_priority": self.max_priority, "progress": self.progress}
 
-    def _load_checked(self, archive: zipfile.ZipFile) -> None:
+    def _load_checked(self, archive: ZipReader) -> None:
         raw = read_npy_member(archive, "meta", np.uint8, None, max_items=MAX_BUFFER_META_BYTES)
-        meta = json.loads(raw.tobytes().decode())
+        meta = parse_json(raw.tobytes(), "replay buffer meta", MAX_BUFFER_META_BYTES)
         if not isinstance(meta, dict):
             raise ModelFileError("the replay buffer file's meta is not a JSON object")
         max_priority, progress = meta.get("max_priority"), meta.get("progress")

@@ -22,7 +22,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import zipfile
 from typing import IO, Any, NamedTuple
 
 import numpy as np
@@ -31,16 +30,11 @@ from gymnasium import spaces
 
 from rlkit_td3.checks import check_bool
 from rlkit_td3.dict_obs import flat_obs_dim
+from rlkit_td3.file_reader import ZipReader, parse_json, read_npy_member
 from rlkit_td3.preprocessing import OBSERVATION_SPACES, get_obs_shape, is_image_space
 from rlkit_td3.serialization import ModelFileError, atomic_write
 from rlkit_td3.utils import get_device
-from rlkit_td3.validators import (
-    MAX_BUFFER_META_BYTES,
-    _int,
-    check_allocation,
-    check_numpy_rng_state,
-    read_npy_member,
-)
+from rlkit_td3.validators import MAX_BUFFER_META_BYTES, _int, check_allocation, check_numpy_rng_state
 
 
 class ReplayBufferSamples(NamedTuple):
@@ -566,7 +560,7 @@ class ReplayBuffer:
                 layout (``optimize_memory_usage``, ``n_envs``) or capacity.
         """
         try:
-            with zipfile.ZipFile(path) as archive:
+            with ZipReader(path, "replay buffer file") as archive:
                 self._load_checked(archive)
         except ModelFileError:
             raise
@@ -575,14 +569,14 @@ class ReplayBuffer:
         except Exception as exc:  # noqa: BLE001  (anything that fails while parsing untrusted bytes)
             raise ModelFileError(f"unreadable replay buffer file ({type(exc).__name__}: {exc})") from exc
 
-    def _load_checked(self, archive: zipfile.ZipFile) -> None:
+    def _load_checked(self, archive: ZipReader) -> None:
         names = set(archive.namelist())
         allowed = {f"{name}.npy" for name in (*self._arrays(), "meta", "next_observations", "final_rows", "final_obs")}
         if not names <= allowed:
             raise ModelFileError(f"the replay buffer file has unexpected entries {sorted(names - allowed)}")
         raw = read_npy_member(archive, "meta", np.uint8, None, max_items=MAX_BUFFER_META_BYTES)
         meta = check_buffer_meta(
-            json.loads(raw.tobytes().decode()),
+            parse_json(raw.tobytes(), "replay buffer meta", MAX_BUFFER_META_BYTES),
             obs_shape=self.obs_shape,
             action_dim=self.action_dim,
             n_envs=self.n_envs,
@@ -611,11 +605,11 @@ class ReplayBuffer:
         rng.bit_generator.state = meta["rng_state"]
         self._rng = rng
 
-    def _read_rows(self, archive: zipfile.ZipFile, name: str, rows: int) -> np.ndarray:
+    def _read_rows(self, archive: ZipReader, name: str, rows: int) -> np.ndarray:
         array = self._arrays()[name]
         return read_npy_member(archive, name, array.dtype, (rows, *array.shape[1:]))
 
-    def _load_per_env(self, meta: dict, archive: zipfile.ZipFile) -> None:
+    def _load_per_env(self, meta: dict, archive: ZipReader) -> None:
         filled = check_buffer_rings(meta, self.n_envs)
         old_slots = meta["n_slots"]
         if old_slots != self._n_slots and (any(meta["env_full"]) or filled.max(initial=0) > self._n_slots):

@@ -30,6 +30,7 @@ from rlkit_td3.experiments.plots import plot_learning_curves
 from rlkit_td3.experiments.presets import ConfigError, _did_you_mean
 from rlkit_td3.experiments.runner import RunSpec, read_evaluations
 from rlkit_td3.experiments.stats import RESULT_COLUMNS, summarize, summary_markdown
+from rlkit_td3.file_reader import read_json_file
 from rlkit_td3.serialization import atomic_write
 
 RESULT_FILE = "result.json"
@@ -63,7 +64,7 @@ def _unique(name: str, values: Sequence[Any]) -> list[Any]:
 def _check_sweep_file(out: Path, settings: dict[str, Any]) -> None:
     path = out / SWEEP_FILE
     if path.is_file():
-        stored = json.loads(path.read_text())
+        stored = read_json_file(path)
         for key in _SWEEP_KEYS:
             if stored.get(key) != settings[key]:
                 raise ConfigError(
@@ -180,7 +181,7 @@ def compare(
     results: dict[int, dict[str, Any]] = {}
     for i, run_dir in enumerate(run_dirs):
         if (run_dir / RESULT_FILE).is_file():
-            results[i] = json.loads((run_dir / RESULT_FILE).read_text())
+            results[i] = read_json_file(run_dir / RESULT_FILE)
     todo = [i for i in range(len(specs)) if i not in results]
     if workers is None:
         workers = max(1, (os.cpu_count() or 1) // threads)
@@ -247,7 +248,7 @@ def load_results(paths: Sequence[str | os.PathLike[str]]) -> pd.DataFrame:
         if (path / "results.csv").is_file():
             frames.append(pd.read_csv(path / "results.csv"))
         elif (path / "config.json").is_file() and (path / "evaluations.npz").is_file():
-            config = json.loads((path / "config.json").read_text())
+            config = read_json_file(path / "config.json")
             evaluations = read_evaluations(path)
             result = {
                 "timesteps": evaluations["timesteps"].tolist(),

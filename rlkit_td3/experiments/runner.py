@@ -24,6 +24,7 @@ import numpy as np
 
 from rlkit_td3.checks import check_seed
 from rlkit_td3.experiments.presets import ConfigError, algorithm_class, make_model, resolve_config
+from rlkit_td3.file_reader import parse_json, read_json_file, read_npz_file
 from rlkit_td3.serialization import atomic_write
 
 CHECKPOINT_DIR = "checkpoints"
@@ -151,8 +152,7 @@ def read_evaluations(run_dir: str | Path) -> dict[str, np.ndarray]:
     path = Path(run_dir) / "evaluations.npz"
     if not path.is_file():
         return {"timesteps": np.zeros(0, dtype=np.int64), "results": np.zeros((0, 0)), "ep_lengths": np.zeros((0, 0))}
-    with np.load(path) as data:
-        return {key: data[key] for key in ("timesteps", "results", "ep_lengths")}
+    return read_npz_file(path, ["timesteps", "results", "ep_lengths"])
 
 
 def _atomic_text(path: Path, text: str) -> None:
@@ -297,8 +297,8 @@ def _check_same_run(path: Path, config: dict[str, Any]) -> None:
     (a longer ``timesteps`` is fine)."""
     if not path.is_file():
         return
-    stored = json.loads(path.read_text())
-    now = json.loads(json.dumps(config, default=str))  # the same JSON types as the stored file
+    stored = read_json_file(path)
+    now = parse_json(json.dumps(config, default=str), "the run's config")  # the same JSON types as the stored file
 
     def identity(cfg: dict[str, Any]) -> dict[str, Any]:
         hp = {k: v for k, v in cfg.get("hyperparameters", {}).items() if k != "n_timesteps"}

@@ -25,7 +25,6 @@ from __future__ import annotations
 import copy
 import json
 import warnings
-import zipfile
 from collections.abc import Callable
 from typing import Any
 
@@ -38,9 +37,10 @@ from gymnasium.vector import VectorEnv
 from rlkit_td3.buffers.dict_replay_buffer import DictReplayBuffer, DictReplayBufferSamples
 from rlkit_td3.buffers.replay_buffer import normalize_samples, sb3_episode_flags, timeouts_as_terminations
 from rlkit_td3.checks import check_bool
+from rlkit_td3.file_reader import ZipReader, parse_json, read_npy_member
 from rlkit_td3.her.goal_selection_strategy import GoalSelectionStrategy, goal_selection_strategy
 from rlkit_td3.serialization import ModelFileError
-from rlkit_td3.validators import _int, read_npy_member
+from rlkit_td3.validators import _int
 
 MAX_INFOS_BYTES = 2**31
 """Largest JSON record of info dicts (``copy_info_dict=True``) a buffer file may hold."""
@@ -395,6 +395,13 @@ class HerReplayBuffer(DictReplayBuffer):
                 f"the env's compute_reward returned shape {rewards.shape} for {len(achieved)} goals; it must be "
                 "vectorised over the first axis (one reward per goal)"
             )
+        if not np.isfinite(rewards).all():  # caught here, before a NaN reward reaches the critics' targets
+            bad = int(np.flatnonzero(~np.isfinite(rewards.reshape(-1)))[0])
+            raise ValueError(
+                f"the env's compute_reward returned a non-finite reward ({rewards.reshape(-1)[bad]}) for a "
+                f"relabelled goal (achieved_goal={achieved[bad].tolist()}, desired_goal={desired[bad].tolist()}); "
+                "rewards must be finite float32 values"
+            )
         return rewards.reshape(len(achieved))
 
     # ------------------------------------------------------------------ persistence
@@ -430,7 +437,7 @@ class HerReplayBuffer(DictReplayBuffer):
     def _allowed_members(self) -> set[str]:
         return super()._allowed_members() | {"ep_start.npy", "ep_length.npy", "infos.npy"}
 
-    def _check_positions(self, meta: dict, archive: zipfile.ZipFile):  # noqa: ANN202
+    def _check_positions(self, meta: dict, archive: ZipReader):  # noqa: ANN202
         state = check_her_state(meta, n_envs=self.n_envs, n_slots=self.n_slots)
         rows = np.concatenate(
             [env * self.n_slots + np.arange(n) for env, n in enumerate(state["filled"].tolist())]
@@ -443,7 +450,7 @@ class HerReplayBuffer(DictReplayBuffer):
             if meta.get("copy_info_dict") is not True:
                 raise ModelFileError("the replay buffer file holds no info dicts; this buffer has copy_info_dict=True")
             raw = read_npy_member(archive, "infos", np.uint8, None, max_items=MAX_INFOS_BYTES)
-            infos = json.loads(raw.tobytes().decode())
+            infos = parse_json(raw.tobytes(), "replay buffer infos", MAX_INFOS_BYTES)
             if not isinstance(infos, list) or len(infos) != len(rows) or not all(isinstance(i, dict) for i in infos):
                 raise ModelFileError(f"replay buffer infos must be a list of {len(rows)} dicts")
 

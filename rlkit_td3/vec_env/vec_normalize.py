@@ -25,6 +25,14 @@ import numpy as np
 from gymnasium import spaces
 
 from rlkit_td3.checks import check_bool
+from rlkit_td3.file_reader import (
+    MAX_METADATA_BYTES,
+    MAX_TENSOR_RATIO,
+    ModelFileError,
+    ZipReader,
+    parse_json,
+    unpickle,
+)
 from rlkit_td3.running_mean_std import RunningMeanStd, check_running_stats
 from rlkit_td3.serialization import atomic_write
 from rlkit_td3.vec_env.base_vec_env import VecEnv, VecEnvObs, VecEnvStepReturn, VecEnvWrapper
@@ -429,12 +437,19 @@ class VecNormalize(VecEnvWrapper):
                 from it.
 
         Raises:
-            ValueError: the file is neither format (or is a pickle and ``allow_pickle`` is false), or it does
-                not fit ``venv``.
+            ModelFileError: (a ``ValueError``) the file is neither format, is malformed, holds invalid
+                statistics or settings, or does not fit ``venv``.
+            ValueError: the file is a pickle and ``allow_pickle`` is false.
         """
         check_bool("allow_pickle", allow_pickle)
         if zipfile.is_zipfile(load_path):
-            return VecNormalize.from_state(_read_state(load_path), venv)
+            state = _read_state(load_path)
+            try:
+                return VecNormalize.from_state(state, venv)
+            except ModelFileError:
+                raise
+            except ValueError as exc:  # the file's statistics or settings: the file's fault, named as such
+                raise ModelFileError(f"{os.fspath(load_path)!r} (a VecNormalize file): {exc}") from exc
         with open(load_path, "rb") as fh:
             head = fh.read(2)
         if head[:1] == b"\x80":  # pickle protocol 2+
@@ -444,25 +459,33 @@ class VecNormalize(VecEnvWrapper):
                     "the file, so it is refused unless you pass allow_pickle=True for a file you trust"
                 )
             return VecNormalize.from_state(_state_from_sb3_pickle(load_path), venv)
-        raise ValueError(f"{os.fspath(load_path)!r} is not a VecNormalize file (neither rlkit_td3's zip nor a pickle)")
+        raise ModelFileError(
+            f"{os.fspath(load_path)!r} is not a VecNormalize file (neither rlkit_td3's zip nor a pickle)"
+        )
+
+
+_MAX_STAT_ITEMS = 2**22
+"""Most values one statistic in a VecNormalize file may hold (32 MiB of float64: a 1024x1024x4 image)."""
+_MAX_STAT_MEMBERS = 4 + 3 * 1024
 
 
 def _read_state(path: str | os.PathLike[str]) -> dict[str, Any]:
-    try:
-        with zipfile.ZipFile(path) as archive:
-            infos = {info.filename: info for info in archive.infolist()}
-            if set(infos) != {_JSON_ENTRY, _ARRAYS_ENTRY}:
-                raise ValueError(f"entries {sorted(infos)}, expected {[_JSON_ENTRY, _ARRAYS_ENTRY]}")
-            for info in infos.values():
-                if info.file_size > _MAX_ENTRY_BYTES:
-                    raise ValueError(f"entry {info.filename!r} declares {info.file_size} bytes")
-            config = json.loads(archive.read(_JSON_ENTRY))
-            with np.load(io.BytesIO(archive.read(_ARRAYS_ENTRY)), allow_pickle=False) as data:
-                arrays = {name: data[name] for name in data.files}
-    except (zipfile.BadZipFile, ValueError, KeyError, OSError, RecursionError) as exc:
-        raise ValueError(
-            f"{os.fspath(path)!r} is not a readable VecNormalize file: {type(exc).__name__}: {exc}"
-        ) from exc
+    """The settings and statistics of a file written by `VecNormalize.save()`, through the one reader: two
+    entries, each capped; the JSON's depth; each statistic's ``.npy`` header (float64, at most
+    `_MAX_STAT_ITEMS` values, declared size and ratio) before its data is read."""
+    what = f"{os.fspath(path)!r} (a VecNormalize file)"
+    allowed = {_JSON_ENTRY, _ARRAYS_ENTRY}
+    with ZipReader(path, what, allowed=allowed, max_entry_bytes=_MAX_ENTRY_BYTES) as archive:
+        if archive.names != allowed:
+            raise ModelFileError(f"{what}: entries {sorted(archive.names)}, expected {sorted(allowed)}")
+        config = parse_json(archive.read(_JSON_ENTRY, MAX_METADATA_BYTES, MAX_TENSOR_RATIO), f"{what}: settings")
+        with archive.npz(_ARRAYS_ENTRY, _MAX_ENTRY_BYTES, MAX_TENSOR_RATIO) as npz:
+            members = npz.namelist()
+            if len(members) > _MAX_STAT_MEMBERS or not all(m.endswith(".npy") for m in members):
+                raise ModelFileError(f"{what}: {_ARRAYS_ENTRY} holds {len(members)} members, not only .npy statistics")
+            arrays = {
+                m[:-4]: np.array(npz.npy(m[:-4], np.float64, None, _MAX_STAT_ITEMS, any_ndim=True)) for m in members
+            }
     return {"config": config, "arrays": arrays}
 
 
@@ -484,7 +507,7 @@ class _SB3Unpickler(pickle.Unpickler):
 
 def _state_from_sb3_pickle(path: str | os.PathLike[str]) -> dict[str, Any]:
     with open(path, "rb") as fh:
-        obj = _SB3Unpickler(fh).load()
+        obj = unpickle(fh, f"{os.fspath(path)!r}", allow_pickle=True, unpickler=_SB3Unpickler)
     values = getattr(obj, "__dict__", {})
     try:
         config: dict[str, Any] = {"format": STATE_FORMAT, "format_version": STATE_VERSION}
