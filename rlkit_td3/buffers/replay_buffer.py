@@ -19,6 +19,7 @@ option together with time-limit handling, SB3#934.)
 
 from __future__ import annotations
 
+import copy
 import io
 import json
 import os
@@ -477,7 +478,7 @@ class ReplayBuffer:
         """The buffer's content: ``{"meta": <JSON header>, "arrays": {name: array}}`` (copies), what `to_bytes()`
         writes. Every buffer kind (uniform, Dict, n-step, prioritized, HER) has it."""
         meta, arrays = self._state_members()
-        return {"meta": json.loads(json.dumps(meta)), "arrays": {name: np.array(a) for name, a in arrays.items()}}
+        return {"meta": copy.deepcopy(meta), "arrays": {name: np.array(a) for name, a in arrays.items()}}
 
     def load_state_dict(self, state: Any) -> None:
         """Restore what `state_dict()` returned (of this buffer or one of the same layout), after the checks a
