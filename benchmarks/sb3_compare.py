@@ -298,7 +298,8 @@ def summarize(out: Path, up_to: int | None = None) -> str:
         )
         lines.append(f"\nUnfinished runs (not in the table), steps reached: {status}.")
     lines.append(
-        f"\nWall time: training and evaluation of one run, one torch thread, two runs at a time on the machine. "
+        f"\nWall time: training and evaluation of one run at one torch thread, on a machine shared with other runs "
+        f"and test suites (an upper bound on a free core's). "
         f"CPU of the finished runs: {'; '.join(cpus) if cpus else 'none finished'}."
     )
     text = "\n".join(lines) + "\n"
