@@ -177,21 +177,24 @@ def schedule_from_dict(spec: dict[str, Any]) -> Schedule:
     raise ValueError(f"unknown schedule description {spec!r}; allowed types: 'constant', 'linear'")
 
 
+_FLOAT32_MAX = float(np.finfo(np.float32).max)  # a value the float32 optimizers can hold
+
+
 def check_schedule_spec(entry: str, spec: Any) -> None:
-    """A built-in schedule's JSON: numbers, not strings or booleans; positive finite values."""
+    """A built-in schedule's JSON: numbers, not strings or booleans; positive finite values a float32 can hold."""
     if spec is None or (isinstance(spec, dict) and spec.get("pickled") is True and len(spec) == 1):
         return
     if not isinstance(spec, dict):
         raise ModelFileError(f"{entry} must be a schedule description, got {spec!r}")
     kind = spec.get("type")
     if kind == "constant" and set(spec) == {"type", "value"}:
-        _number(f"{entry}.value", spec["value"], 0.0)
+        _number(f"{entry}.value", spec["value"], 0.0, _FLOAT32_MAX)
         if spec["value"] <= 0:
             raise ModelFileError(f"{entry}.value must be > 0, got {spec['value']!r}")
         return
     if kind == "linear" and set(spec) == {"type", "start", "end", "end_fraction"}:
-        _number(f"{entry}.start", spec["start"], 0.0)
-        _number(f"{entry}.end", spec["end"], 0.0)
+        _number(f"{entry}.start", spec["start"], 0.0, _FLOAT32_MAX)
+        _number(f"{entry}.end", spec["end"], 0.0, _FLOAT32_MAX)
         _number(f"{entry}.end_fraction", spec["end_fraction"], 0.0, 1.0)
         if spec["end_fraction"] <= 0:
             raise ModelFileError(f"{entry}.end_fraction must be > 0")

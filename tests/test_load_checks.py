@@ -152,6 +152,11 @@ def _schedule_string(parts):
     parts["meta"]["schedules"]["learning_rate"] = {"type": "constant", "value": "1e-3"}
 
 
+def _schedule_beyond_float32(parts):
+    # fuzz case 898 (benchmarks/results/fuzz_load_be8527a.txt): 1e308 loaded, then training raised NonFiniteError
+    parts["meta"]["schedules"]["learning_rate"] = {"type": "constant", "value": 1e308}
+
+
 def _counters(parts):
     parts["meta"]["counters"]["episode_num"] = parts["meta"]["counters"]["num_timesteps"] + 1
 
@@ -183,6 +188,7 @@ DISAGREEMENTS = {
     "noise dimension": (_noise_dim, r"action_noise\.mean.*action dimension"),
     "n_envs": (_n_envs, r"n_envs"),
     "schedule type": (_schedule_string, r"schedules\.learning_rate\.value"),
+    "schedule beyond float32": (_schedule_beyond_float32, r"schedules\.learning_rate\.value.*1e\+308"),
     "counters": (_counters, r"episodes in"),
     "rng state": (_rng_state, r"warmup_rng.*inc"),
     "smoothing rng": (_smoothing_rng, r"smoothing_rng"),
