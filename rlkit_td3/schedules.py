@@ -25,6 +25,8 @@ import numpy as np
 from rlkit_td3.serialization import ModelFileError
 from rlkit_td3.validators import _number
 
+_FLOAT32_MAX = float(np.finfo(np.float32).max)  # a value the float32 optimizers can hold
+
 Schedule = Callable[[float], float]
 """A function of the remaining progress (1 → 0) returning a value."""
 
@@ -142,14 +144,24 @@ def as_schedule(value: ScheduleLike, name: str = "learning_rate") -> Schedule:
 
     Raises:
         TypeError: ``value`` is neither a number (Python or NumPy) nor callable.
-        ValueError: ``value`` is a number that is not positive and finite.
+        ValueError: ``value`` is a number that is not positive and finite, or beyond what a float32 holds (the
+            same bound a model file's schedule must keep), or a `LinearSchedule` whose ends are.
     """
+    if isinstance(value, LinearSchedule):
+        for part in ("start", "end"):
+            if abs(getattr(value, part)) > _FLOAT32_MAX:
+                raise ValueError(
+                    f"{name}.{part} must fit a float32 (|value| <= {_FLOAT32_MAX:.6g}), got {getattr(value, part)!r}"
+                )
     if callable(value):
         return value
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise TypeError(f"{name} must be a float or a schedule callable, got {value!r}")
-    if not (value > 0.0 and value < float("inf")):
-        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+    if not (value > 0.0 and value <= _FLOAT32_MAX):
+        raise ValueError(
+            f"{name} must be a positive finite number a float32 can hold (0 < value <= {_FLOAT32_MAX:.6g}), "
+            f"got {value!r}"
+        )
     return ConstantSchedule(float(value))
 
 
@@ -175,9 +187,6 @@ def schedule_from_dict(spec: dict[str, Any]) -> Schedule:
     except (KeyError, TypeError) as exc:
         raise ValueError(f"malformed schedule description {spec!r}") from exc
     raise ValueError(f"unknown schedule description {spec!r}; allowed types: 'constant', 'linear'")
-
-
-_FLOAT32_MAX = float(np.finfo(np.float32).max)  # a value the float32 optimizers can hold
 
 
 def check_schedule_spec(entry: str, spec: Any) -> None:

@@ -49,6 +49,8 @@ def test_infinite_action_bounds_rejected():
         ({"batch_size": -5}, "batch_size"),
         ({"learning_starts": -1}, "learning_starts"),
         ({"learning_rate": -1e-3}, "learning_rate"),
+        ({"learning_rate": 1e308}, "learning_rate"),  # finite, but no float32 optimizer holds it (fuzz case 898)
+        ({"critic_learning_rate": 3.5e38}, "critic_learning_rate"),
         ({"train_freq": (1, "hour")}, "train_freq"),
         ({"gradient_steps": -2}, "gradient_steps"),
     ],
@@ -252,6 +254,23 @@ def test_schedules_take_numpy_scalars_and_refuse_non_numbers():
         LinearSchedule("1e-3")
     with pytest.raises(ValueError, match="end"):
         LinearSchedule(1e-3, float("nan"))
+
+
+def test_schedule_values_keep_the_bound_a_model_file_keeps():
+    """The constructor refuses what loading refuses: a schedule value beyond float32 (the file bound of
+    `check_schedule_spec`), so no model can be built, trained to NaN and then saved unloadable."""
+    from rlkit_td3.schedules import LinearSchedule, as_schedule, check_schedule_spec
+    from rlkit_td3.serialization import ModelFileError
+
+    top = float(np.finfo(np.float32).max)
+    assert as_schedule(top)(1.0) == top
+    check_schedule_spec("learning_rate", {"type": "constant", "value": top})
+    with pytest.raises(ValueError, match=r"learning_rate must be .*float32.*1e\+308"):
+        as_schedule(1e308)
+    with pytest.raises(ModelFileError):
+        check_schedule_spec("learning_rate", {"type": "constant", "value": 1e308})
+    with pytest.raises(ValueError, match=r"actor_learning_rate\.start must fit a float32"):
+        TD3("MlpPolicy", "Pendulum-v1", actor_learning_rate=LinearSchedule(1e39, 1e-4))
 
 
 def test_lr_in_optimizer_kwargs_is_refused_clearly():
