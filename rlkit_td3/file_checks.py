@@ -12,7 +12,6 @@ The limits are listed on the Security page of the docs.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import torch
@@ -28,7 +27,7 @@ from rlkit_td3.load_arguments import (
     zip_path_for_save,
 )
 from rlkit_td3.noise import check_noise_spec, check_noise_state
-from rlkit_td3.policies.networks import parse_net_arch
+from rlkit_td3.policies.declared_size import box_size, network_byte_limits
 from rlkit_td3.schedules import check_schedule_spec
 from rlkit_td3.serialization import (
     BUFFER_ENTRY,
@@ -93,54 +92,6 @@ __all__ = [
 
 
 # ---------------------------------------------------------------------------- sizes
-def _box_size(metadata: dict[str, Any], key: str) -> int:
-    spec = metadata.get(key)
-    if isinstance(spec, dict) and spec.get("type") == "Dict":  # a Dict observation space: its entries' sizes
-        entries = spec.get("spaces")
-        if not isinstance(entries, list) or not entries or len(entries) > 64:
-            raise ModelFileError(f"{METADATA_ENTRY}: {key} is a Dict without valid entries")
-        return sum(
-            _box_size({key: entry[1] if isinstance(entry, list) and len(entry) == 2 else None}, key)
-            for entry in entries
-        )
-    kind = spec.get("type") if isinstance(spec, dict) else None
-    if kind in ("Discrete", "MultiDiscrete", "MultiBinary"):  # the one-hot / flattened width: at least the stored size
-        sizes = spec.get("nvec") if kind == "MultiDiscrete" else spec.get("n")
-        sizes = sizes if isinstance(sizes, list) else [sizes]
-        if not 0 < len(sizes) <= 4096:
-            raise ModelFileError(f"{METADATA_ENTRY}: {key} has no valid sizes")
-        dims = [_int(f"{key}.n", d, 1, 2**31) for d in sizes]
-        return math.prod(dims) if kind == "MultiBinary" else sum(dims)
-    shape = spec.get("shape") if isinstance(spec, dict) else None
-    if not isinstance(shape, list) or len(shape) > 8:
-        raise ModelFileError(f"{METADATA_ENTRY}: {key} has no valid shape")
-    dims = [_int(f"{key}.shape", d, 1, 2**31) for d in shape]
-    size = math.prod(dims)
-    low = spec.get("low")
-    if not isinstance(low, list) or len(low) != size:
-        raise ModelFileError(f"{METADATA_ENTRY}: {key} has shape {dims} but {len(low or [])} bounds")
-    return size
-
-
-def _mlp_params(sizes: list[int]) -> int:
-    return sum(a * b + b for a, b in zip(sizes[:-1], sizes[1:]))
-
-
-def network_sizes(metadata: dict[str, Any]) -> tuple[int, int, int]:
-    """``(actor parameters, critic parameters, tensors per network pair)`` of an ``MlpPolicy`` the metadata
-    declares (one actor, all critics; the targets are copies)."""
-    obs_dim, act_dim = _box_size(metadata, "observation_space"), _box_size(metadata, "action_space")
-    kwargs = metadata["policy"]["kwargs"]
-    try:
-        pi, qf = parse_net_arch(kwargs.get("net_arch", [400, 300]))
-    except (TypeError, ValueError) as exc:
-        raise ModelFileError(f"{METADATA_ENTRY}: policy.kwargs.net_arch: {exc}") from exc
-    n_critics = _int("policy.kwargs.n_critics", kwargs.get("n_critics", 2), 1, 1024)
-    actor = _mlp_params([obs_dim, *pi, act_dim])
-    critic = n_critics * _mlp_params([obs_dim + act_dim, *qf, 1])
-    return actor, critic, 2 * (len(pi) + len(qf) + 2)
-
-
 def entry_byte_limits(metadata: dict[str, Any]) -> dict[str, int]:
     """Largest uncompressed size of each entry that the metadata justifies.
 
@@ -157,23 +108,15 @@ def entry_byte_limits(metadata: dict[str, Any]) -> dict[str, int]:
             "with that policy class's load()"
         )
     try:
-        obs_dim, act_dim = _box_size(metadata, "observation_space"), _box_size(metadata, "action_space")
+        obs_dim, act_dim = box_size(metadata, "observation_space"), box_size(metadata, "action_space")
         n_envs = _int("n_envs", metadata.get("n_envs", 1), 1, 2**16)
         hyper = metadata["hyperparameters"]
         buffer_size = _int("hyperparameters.buffer_size", hyper["buffer_size"], 1, 2**40)
-        policy_class = metadata["policy"]["class"]
+        metadata["policy"]["class"]  # a KeyError here is a malformed file
     except (KeyError, TypeError, AttributeError) as exc:
         raise ModelFileError(f"{METADATA_ENTRY}: malformed ({type(exc).__name__}: {exc})") from exc
     limits = {METADATA_ENTRY: MAX_ENTRY_BYTES, PICKLE_ENTRY: MAX_ENTRY_BYTES}
-    extractor_keys = {"features_extractor_class", "features_extractor_kwargs", "critic_layer_norm", "normalize_obs"}
-    if policy_class == "MlpPolicy" and not extractor_keys & set(metadata["policy"].get("kwargs") or {}):
-        actor, critic, n_tensors = network_sizes(metadata)
-        slack = ENTRY_OVERHEAD_BYTES + TENSOR_OVERHEAD_BYTES * 3 * n_tensors
-        limits["policy.pth"] = 2 * 8 * (actor + critic) + slack
-        limits["actor_optimizer.pth"] = 3 * 8 * actor + slack
-        limits["critic_optimizer.pth"] = 3 * 8 * critic + slack
-    else:
-        limits.update(dict.fromkeys(("policy.pth", "actor_optimizer.pth", "critic_optimizer.pth"), MAX_ENTRY_BYTES))
+    limits.update(network_byte_limits(metadata))
     limits["training_state.pth"] = ENTRY_OVERHEAD_BYTES + 8 * n_envs * obs_dim
     row = 4 * (3 * obs_dim + act_dim + 1) + 2 + 8 + 32  # + 32: n-step link and priority, or HER's episode start/length
     limits[BUFFER_ENTRY] = ENTRY_OVERHEAD_BYTES + (buffer_size + n_envs) * row + 64 * n_envs

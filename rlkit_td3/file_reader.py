@@ -434,13 +434,16 @@ DOORS: dict[str, tuple[str, str]] = {
     ),
     "TD3Policy.load": (
         "rlkit_td3.policies.td3_policy.TD3Policy.load",
-        "the model zip rules; `policy.pth` capped by the declared networks; the allow-lists of TD3.load for "
+        "the model zip rules; only `policy.pth` is read, capped by the networks the file declares "
+        "(`rlkit_td3.policies.declared_size`); the allow-lists of TD3.load for "
         "activation_fn, optimizer_class, features_extractor_class; declared shapes before anything is built; "
         "then keys, shapes, dtypes, finite",
     ),
     "set_parameters(path)": (
         "rlkit_td3.parameters.set_parameters",
-        "the model zip rules with the limits of TD3.load; then exactly the checks of `set_parameters(dict)`: "
+        "the model zip rules; only the networks' and optimizers' entries are read (never a buffer), each capped "
+        "by the networks the file declares, as TD3.load caps them; then exactly the checks of "
+        "`set_parameters(dict)`: "
         "policy keys, shapes, dtypes, finite; optimizer state (keys, moments' shapes including 0-d, dtypes, "
         "finite, step, switches); all or nothing",
     ),

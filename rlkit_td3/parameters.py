@@ -15,6 +15,7 @@ from typing import Any
 import torch
 
 from rlkit_td3.checks import StateDictMismatchError
+from rlkit_td3.policies.declared_size import NETWORK_ENTRIES, network_byte_limits
 from rlkit_td3.serialization import read_model_zip
 from rlkit_td3.state_checks import check_optimizer_state, check_policy_state
 from rlkit_td3.utils import get_device
@@ -44,7 +45,8 @@ def set_parameters(
     if isinstance(load_path_or_dict, dict):
         params = load_path_or_dict
     elif isinstance(load_path_or_dict, (str, os.PathLike)):
-        _, tensors, _, _ = read_model_zip(load_path_or_dict)
+        # the networks' entries only (never a buffer), each bounded by the net the file declares
+        _, tensors, _, _ = read_model_zip(load_path_or_dict, entry_limits=network_byte_limits, entries=NETWORK_ENTRIES)
         target = get_device(device)
         params = {
             name: _tensors_to(tensors[key], target)

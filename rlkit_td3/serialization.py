@@ -31,7 +31,7 @@ import tempfile
 import time
 import zipfile
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -324,6 +324,7 @@ def read_model_zip(
     path: str | os.PathLike[str],
     allow_pickle: bool = False,
     entry_limits: Callable[[dict[str, Any]], dict[str, int]] | None = None,
+    entries: Collection[str] | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, bytes]]:
     """Read an archive written by `write_model_zip()`, trusting nothing in it.
 
@@ -338,6 +339,7 @@ def read_model_zip(
         path: the model file.
         allow_pickle: read the pickle entry (must be a ``bool``; unpickling can run code).
         entry_limits: the largest size of each entry given the metadata (default: the global limits).
+        entries: read only these entries (besides the metadata); the others are checked as names, never read.
 
     Returns:
         ``(metadata, tensors, pickled, blobs)``. ``pickled`` is empty unless ``allow_pickle`` is true, and
@@ -349,16 +351,16 @@ def read_model_zip(
     """
     require_bool("allow_pickle", allow_pickle)
     try:
-        return _read_model_zip(path, allow_pickle, entry_limits)
+        return _read_model_zip(path, allow_pickle, entry_limits, entries)
     except (ModelFileError, FileNotFoundError):
         raise  # a missing file is the caller's mistake, not a bad file
     except Exception as exc:  # noqa: BLE001  (anything that fails while parsing untrusted bytes)
         raise ModelFileError(f"{path}: unreadable model file ({type(exc).__name__}: {exc})") from exc
 
 
-def _read_model_zip(path: Any, allow_pickle: bool, entry_limits: Any) -> tuple[dict, dict, dict, dict]:
+def _read_model_zip(path: Any, allow_pickle: bool, entry_limits: Any, entries: Any) -> tuple[dict, dict, dict, dict]:
     with ZipReader(path, allowed=_ALLOWED_ENTRIES) as archive:
-        names = archive.names
+        names = archive.names if entries is None else archive.names & ({METADATA_ENTRY} | set(entries))
         if METADATA_ENTRY not in names:
             raise ModelFileError(f"{path}: not an rlkit_td3 model file (no {METADATA_ENTRY})")
         metadata = archive.json(METADATA_ENTRY, MAX_METADATA_BYTES)

@@ -222,3 +222,52 @@ def test_a_lying_compressed_size_is_refused(tmp_path):
     data[central + 20 : central + 24] = (2**31).to_bytes(4, "little")  # compressed size in the central directory
     with pytest.raises(ModelFileError, match="compressed bytes"):
         ZipReader(bytes(data))
+
+
+def _with_entry(genuine: Path, forged: Path, name: str, data: bytes) -> Path:
+    """``genuine`` with entry ``name`` replaced (or added) by ``data``, stored uncompressed: no ratio to refuse."""
+    with zipfile.ZipFile(genuine) as archive:
+        others = {n: archive.read(n) for n in archive.namelist() if n != name}
+    with zipfile.ZipFile(forged, "w", zipfile.ZIP_STORED) as archive:
+        for entry, raw in others.items():
+            archive.writestr(entry, raw)
+        archive.writestr(name, data)
+    return forged
+
+
+@pytest.fixture(scope="module")
+def noise_files(tmp_path_factory):
+    """Files of a small declared net ([8]) whose ``policy.pth`` is 48 MiB of incompressible bytes (ratio 1), and
+    a model file whose buffer entry is."""
+    tmp = tmp_path_factory.mktemp("noise")
+    model = TD3("MlpPolicy", "Pendulum-v1", policy_kwargs={"net_arch": [8]}, learning_starts=10, buffer_size=100)
+    noise = np.random.default_rng(0).bytes(48 * 2**20)
+    model.save(tmp / "model.zip")
+    model.policy.save(tmp / "policy.zip")
+    return {
+        "TD3Policy.load": _with_entry(tmp / "policy.zip", tmp / "policy-noise.zip", "policy.pth", noise),
+        "set_parameters": _with_entry(tmp / "model.zip", tmp / "model-noise.zip", "policy.pth", noise),
+        "buffer": _with_entry(tmp / "model.zip", tmp / "model-buffer-noise.zip", "replay_buffer.npz", noise),
+    }
+
+
+@pytest.mark.parametrize("door", ["TD3Policy.load", "set_parameters"])
+def test_a_network_entry_larger_than_its_declared_net_is_refused_unread(noise_files, door):
+    """The declared net ([8], about 300 parameters) bounds ``policy.pth`` at every door, not only at
+    ``TD3.load``: 48 MiB that do not even compress are refused from the header, before a byte is read."""
+    outcome, peak = _probe(door, noise_files[door])
+    assert outcome == "ModelFileError"
+    assert peak < PEAK_LIMIT, f"{door} peaked at {peak / 2**20:.0f} MiB on a refused file"
+    with pytest.raises(ModelFileError, match=r"policy\.pth.*declares \d+ bytes, more than the \d+ it may hold"):
+        TD3Policy.load(noise_files["TD3Policy.load"]) if door == "TD3Policy.load" else TD3(
+            "MlpPolicy", "Pendulum-v1", policy_kwargs={"net_arch": [8]}
+        ).set_parameters(noise_files[door])
+
+
+def test_set_parameters_from_a_file_never_reads_its_buffer(noise_files):
+    """``set_parameters(path)`` reads the networks' entries only: a model file whose buffer is 48 MiB of noise
+    sets the parameters with a small peak, while ``TD3.load``, which reads the buffer, refuses the file."""
+    outcome, peak = _probe("set_parameters", noise_files["buffer"])
+    assert outcome == "loaded" and peak < PEAK_LIMIT, (outcome, peak / 2**20)
+    with pytest.raises(ModelFileError):
+        TD3.load(noise_files["buffer"])

@@ -30,6 +30,7 @@ from torch import nn
 
 from rlkit_td3.checks import check_bool
 from rlkit_td3.export import export
+from rlkit_td3.policies.declared_size import network_byte_limits
 from rlkit_td3.policies.networks import (  # noqa: F401  (ScaleImages, PreprocessDict, _FlattenBatch: importable here as before)
     DEFAULT_NET_ARCH,
     Actor,
@@ -631,7 +632,7 @@ class TD3Policy(nn.Module):
         from rlkit_td3.utils import get_device
         from rlkit_td3.vec_env.training_env import check_action_space
 
-        metadata, tensors, _, _ = read_model_zip(path)
+        metadata, tensors, _, _ = read_model_zip(path, entry_limits=network_byte_limits, entries=("policy.pth",))
         try:
             if metadata.get("content") != POLICY_CONTENT:
                 raise ModelFileError(
