@@ -7,20 +7,26 @@ settings and timing helpers this script reuses):
 
 * **update**: ms per gradient step of ``model.train`` on a filled buffer (HalfCheetah's sizes, net [400, 300],
   batch 256), TD3 and DDPG;
-* **learn**: env-steps/s of ``learn()`` on HalfCheetahBulletEnv-v0 and Pendulum-v1 after a warm-up.
+* **learn**: env-steps/s of ``learn()`` on HalfCheetahBulletEnv-v0 and Pendulum-v1 after a warm-up;
+* **calls**: Python function calls (``cProfile``'s count, built-ins included) per env step of the same
+  ``learn()`` runs. Unlike a time, a count does not depend on what else the machine runs: on a shared machine
+  it tells a real change of the per-step work from load noise.
 
 Each ratio is ``new / old`` speed per repetition (> 1: the working tree is faster); the median and the range are
 printed. Usage::
 
     python benchmarks/old_vs_new.py --ref c30e45e [--reps 5] [--update-reps 7] [--threads N] [--out FILE]
+        [--call-steps 500]
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
 import importlib
 import io
 import platform
+import pstats
 import re
 import statistics
 import subprocess
@@ -76,6 +82,18 @@ def learn_rate(package: str, env_id: str, warmup: int, steps: int, seed: int) ->
     return steps / (time.perf_counter() - start)
 
 
+def calls_per_step(package: str, env_id: str, warmup: int, steps: int, seed: int = 0) -> float:
+    """Python function calls per env step of ``learn()`` after a warm-up (a count: the same on a busy machine)."""
+    model = build(package, "td3", gym.make(env_id), buffer_size=200_000, learning_starts=warmup // 2, seed=seed)
+    with redirect_stdout(io.StringIO()):
+        model.learn(warmup)
+        profile = cProfile.Profile()
+        profile.enable()
+        model.learn(steps, reset_num_timesteps=False)
+        profile.disable()
+    return pstats.Stats(profile).total_calls / steps
+
+
 def summary(name: str, unit: str, old: list[float], new: list[float], speed_up: list[float]) -> str:
     return (
         f"{name:34s} old {statistics.median(old):7.2f}  new {statistics.median(new):7.2f} {unit}  "
@@ -90,6 +108,7 @@ def main() -> None:
     parser.add_argument("--update-reps", type=int, default=7, help="interleaved repetitions of the update timing")
     parser.add_argument("--learn-steps", type=int, default=2000, help="timed env steps per learn() run")
     parser.add_argument("--update-steps", type=int, default=300, help="timed gradient steps per update timing")
+    parser.add_argument("--call-steps", type=int, default=500, help="profiled env steps per call count")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own choice)")
     parser.add_argument("--out", help="also write the table to this file")
     args = parser.parse_args()
@@ -130,6 +149,15 @@ def main() -> None:
             old.append(learn_rate("rlkit_td3_ref", env_id, 1000, args.learn_steps, rep))
             new.append(learn_rate("rlkit_td3", env_id, 1000, args.learn_steps, rep))
         rows.append(summary(f"learn {env_id}", "steps/s", old, new, [n / o for o, n in zip(old, new)]))
+        print(rows[-1], flush=True)
+
+    for env_id in ("HalfCheetahBulletEnv-v0", "Pendulum-v1"):
+        old_calls = calls_per_step("rlkit_td3_ref", env_id, 1000, args.call_steps)
+        new_calls = calls_per_step("rlkit_td3", env_id, 1000, args.call_steps)
+        rows.append(
+            f"{'calls/step learn ' + env_id:34s} old {old_calls:7.1f}  new {new_calls:7.1f} calls  "
+            f"new/old x{new_calls / old_calls:.3f} (< 1: less work per step)"
+        )
         print(rows[-1], flush=True)
 
     if args.out:

@@ -50,6 +50,22 @@ def _mlp_params(sizes: list[int]) -> int:
     return sum(a * b + b for a, b in zip(sizes[:-1], sizes[1:]))
 
 
+MAX_DECLARED_CRITICS = 1024
+"""The most critics a file may declare (``n_critics``)."""
+
+
+def declared_n_critics(kwargs: dict[str, Any]) -> int:
+    """The ``n_critics`` a file's policy kwargs declare (default 2): the one check of that number in a file.
+
+    Raises:
+        ModelFileError: it is not an int in [1, `MAX_DECLARED_CRITICS`].
+    """
+    n_critics = kwargs.get("n_critics", 2)
+    if isinstance(n_critics, bool) or not isinstance(n_critics, int) or not 1 <= n_critics <= MAX_DECLARED_CRITICS:
+        raise ModelFileError(f"n_critics must be a positive int (at most {MAX_DECLARED_CRITICS}), got {n_critics!r}")
+    return n_critics
+
+
 def network_sizes(metadata: dict[str, Any]) -> tuple[int, int, int]:
     """``(actor parameters, critic parameters, tensors per network pair)`` of an ``MlpPolicy`` the metadata
     declares (one actor, all critics; the targets are copies)."""
@@ -59,7 +75,7 @@ def network_sizes(metadata: dict[str, Any]) -> tuple[int, int, int]:
         pi, qf = parse_net_arch(kwargs.get("net_arch", [400, 300]))
     except (TypeError, ValueError) as exc:
         raise ModelFileError(f"{METADATA_ENTRY}: policy.kwargs.net_arch: {exc}") from exc
-    n_critics = _int("policy.kwargs.n_critics", kwargs.get("n_critics", 2), 1, 1024)
+    n_critics = declared_n_critics(kwargs)
     actor = _mlp_params([obs_dim, *pi, act_dim])
     critic = n_critics * _mlp_params([obs_dim + act_dim, *qf, 1])
     return actor, critic, 2 * (len(pi) + len(qf) + 2)

@@ -12,6 +12,7 @@ import torch
 from gymnasium import spaces
 from torch import nn
 
+from rlkit_td3.policies.declared_size import declared_n_critics
 from rlkit_td3.policies.networks import DEFAULT_NET_ARCH, parse_net_arch
 from rlkit_td3.preprocessing import OBSERVATION_SPACES, get_flattened_obs_dim, is_image_space
 from rlkit_td3.serialization import ModelFileError
@@ -129,9 +130,7 @@ def check_state_shapes(
     """
     if not isinstance(state, dict) or not all(isinstance(t, torch.Tensor) for t in state.values()):
         raise ModelFileError("the policy entry is not a state dict of tensors")
-    n_critics = kwargs.get("n_critics", 2)
-    if isinstance(n_critics, bool) or not isinstance(n_critics, int) or n_critics < 1:
-        raise ModelFileError(f"n_critics must be a positive int, got {n_critics!r}")
+    n_critics = declared_n_critics(kwargs)
     if not (isinstance(observation_space, (*OBSERVATION_SPACES, spaces.Dict)) and isinstance(action_space, spaces.Box)):
         raise ModelFileError(
             "a TD3Policy file must declare a Box action space and a Box, Discrete, MultiDiscrete, MultiBinary or "
@@ -192,9 +191,7 @@ def check_mlp_state_size(
     Without this a forged ``net_arch`` could make loading allocate and initialise huge networks.
     """
     pi, qf = parse_net_arch(policy_kwargs.get("net_arch", DEFAULT_NET_ARCH))
-    n_critics = policy_kwargs.get("n_critics", 2)
-    if isinstance(n_critics, bool) or not isinstance(n_critics, int) or n_critics < 1:
-        raise ModelFileError(f"n_critics must be a positive int, got {n_critics!r}")
+    n_critics = declared_n_critics(policy_kwargs)
     obs_dim, act_dim = get_flattened_obs_dim(observation_space), int(np.prod(action_space.shape))
 
     def count(sizes: list[int]) -> int:
