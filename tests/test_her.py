@@ -369,6 +369,33 @@ def test_her_closes_an_episode_the_env_left_without_ending_it():
     assert buffer.n_sampleable() == 4
 
 
+def test_her_rings_per_env_let_envs_add_out_of_step_and_truncate_each_where_it_stands():
+    # The layout docs/migration.md states (SB3 keeps one [step, env] ring): env 1 adds two rows fewer than env 0
+    # (e.g. next-step autoreset skipped its rows); each episode stays contiguous in its env's ring.
+    buffer = HerReplayBuffer(20, IdGoalEnv.observation_space, ACTION_SPACE, IdGoalEnv(), n_envs=2, seed=0)
+    for t in range(4):
+        envs = [0, 1] if t < 2 else [0]
+        obs, nxt = _stack([_obs(e, 0, t) for e in envs]), _stack([_obs(e, 0, t + 1) for e in envs])
+        buffer.add(
+            obs,
+            nxt,
+            np.zeros((len(envs), 2)),
+            [0.0] * len(envs),
+            [False] * len(envs),
+            [False] * len(envs),
+            env_indices=np.array(envs),
+        )
+    assert buffer.n_slots == 10 and buffer.pos == 4 and buffer.size() == 6
+    np.testing.assert_array_equal(buffer.observations["achieved_goal"][:4, 0], [0, 0, 0, 0])  # env 0's rows
+    np.testing.assert_array_equal(buffer.observations["achieved_goal"][10:12], [[1, 0, 0], [1, 0, 1]])  # env 1's
+    with pytest.warns(UserWarning, match="last trajectory"):
+        buffer.truncate_last_trajectory()
+    assert buffer.dones.shape == (10, 2) and buffer.dones[3, 0] and buffer.dones[1, 1]  # each env's last row
+    assert buffer.timeouts[:, 0].tolist() == [False] * 3 + [True] + [False] * 6 and buffer.n_sampleable() == 6
+    _, _, ident = _decode(buffer.sample(100))
+    assert {tuple(row[:2]) for row in ident.tolist()} == {(0, 0), (1, 0)}
+
+
 def test_her_episode_longer_than_the_ring_keeps_its_latest_steps():
     buffer = HerReplayBuffer(4, IdGoalEnv.observation_space, ACTION_SPACE, IdGoalEnv(), seed=0, n_sampled_goal=10**6)
     for t in range(7):

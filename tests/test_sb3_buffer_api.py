@@ -137,11 +137,43 @@ def test_samples_have_sb3_dones_and_auto_device(kind):
     assert auto.device == torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
-def test_stored_dones_are_read_only():
+@pytest.mark.parametrize("kind", ["ReplayBuffer", "optimized ReplayBuffer", "NStepReplayBuffer", "HerReplayBuffer"])
+def test_writing_stored_dones_and_timeouts_changes_the_flags_with_sb3s_meaning(kind):
+    # SB3 users (offline-data scripts, its own n-step test) edit buffer.dones / buffer.timeouts in place.
+    buffer = BUFFERS[kind]()
+    _feed_sb3_style(buffer, 5, timeout_at=3)
+    buffer.dones[1, 0] = True  # an episode end that is no time limit: a termination
+    assert buffer.terminated[1] and not buffer.truncated[1]
+    buffer.dones[3, :] = False  # a time-limit truncation stays one (SB3 keeps its timeouts flag)
+    assert buffer.truncated[3] and not buffer.terminated[3]
+    buffer.timeouts[3] = False  # the episode still ended there: now as a termination
+    assert buffer.terminated[3] and not buffer.truncated[3]
+    buffer.timeouts[1, 0] = True  # a termination turned into a truncation
+    assert buffer.truncated[1] and not buffer.terminated[1]
+    buffer.timeouts[1] = False  # first a termination again,
+    buffer.dones[1] = False  # then no episode end
+    assert not buffer.terminated[1] and not buffer.truncated[1]
+    assert buffer.dones[:5, 0].tolist() == [False, False, False, True, False]
+    assert np.asarray(buffer.timeouts).dtype == bool and not buffer.timeouts.any()
+    assert buffer.dones.shape == (20, 1) and (buffer.dones == 1).sum() == 1
+
+
+def test_writing_dones_ends_an_n_step_window_there():
+    buffer = NStepReplayBuffer(10, BOX, ACT, seed=0, n_steps=3, gamma=0.5)
+    _feed_sb3_style(buffer, 5)
+    before = buffer._get_samples(np.array([0]))
+    assert before.rewards.item() == pytest.approx(1.75) and before.dones.item() == 0.0
+    buffer.dones[1, 0] = True
+    after = buffer._get_samples(np.array([0]))
+    assert after.rewards.item() == pytest.approx(1.5) and after.dones.item() == 1.0
+    assert after.discounts.item() == pytest.approx(0.25)
+    torch.testing.assert_close(after.next_observations, torch.as_tensor(_box_obs(2)))
+
+
+def test_stored_flags_cannot_be_an_ufunc_output():
     buffer = ReplayBuffer(10, BOX, ACT, seed=0)
-    _feed_sb3_style(buffer, 3)
-    with pytest.raises(ValueError, match="read-only"):
-        buffer.dones[0, 0] = True
+    with pytest.raises(TypeError, match="assign to buffer.dones"):
+        np.logical_or(buffer.dones, True, out=buffer.dones)
 
 
 class _ShiftEnv(gym.Env):

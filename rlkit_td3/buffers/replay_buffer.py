@@ -29,6 +29,7 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
+from rlkit_td3.buffers.episode_flags import EpisodeFlags
 from rlkit_td3.checks import check_bool
 from rlkit_td3.dict_obs import flat_obs_dim
 from rlkit_td3.file_reader import ZipReader, parse_json, read_npy_member
@@ -241,20 +242,17 @@ class ReplayBuffer:
         return flat[:rows].reshape(-1, self.n_envs)
 
     @property
-    def dones(self) -> np.ndarray:
-        """SB3's stored ``dones`` (episode ended, either way) as a read-only ``[step, env]`` array: a copy of
-        ``terminated | truncated``; write to ``terminated`` / ``truncated`` instead."""
-        dones = self._per_env(self.terminated | self.truncated)
-        dones.flags.writeable = False
-        return dones
+    def dones(self) -> EpisodeFlags:
+        """SB3's stored ``dones`` (episode ended, either way) in SB3's ``[step, env]`` layout: reads give
+        ``terminated | truncated``; ``buffer.dones[i] = flag`` writes through with SB3's meaning
+        (`rlkit_td3.buffers.episode_flags`)."""
+        return EpisodeFlags(self, "dones")
 
     @property
-    def timeouts(self) -> np.ndarray:
-        """SB3's stored ``timeouts`` (episode cut by a time limit) as a read-only ``[step, env]`` copy of
-        ``truncated``."""
-        timeouts = self._per_env(self.truncated.copy())
-        timeouts.flags.writeable = False
-        return timeouts
+    def timeouts(self) -> EpisodeFlags:
+        """SB3's stored ``timeouts`` (episode cut by a time limit) in SB3's ``[step, env]`` layout: reads give
+        ``truncated``; ``buffer.timeouts[i] = flag`` writes through (`rlkit_td3.buffers.episode_flags`)."""
+        return EpisodeFlags(self, "timeouts")
 
     def seed(self, seed: int | None) -> None:
         """Re-seed the sampling generator."""
