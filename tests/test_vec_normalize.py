@@ -432,6 +432,9 @@ def _write_state(path, config, arrays):
         ({"config": {"gamma": "0.9"}}, r"gamma must be a number in \[0, 1\], got '0.9'"),
         ({"config": {"gamma": 1.5}}, r"gamma must be a number in \[0, 1\], got 1.5"),
         ({"config": {"epsilon": 1e309}}, r"epsilon must be a finite positive number"),
+        # a JSON integer past float64 (fuzz_doors VecNormalize cases 292, 726: a TypeError from np.isfinite)
+        ({"config": {"epsilon": 10**400}}, r"epsilon must be a finite positive number, got 1000"),
+        ({"config": {"clip_obs": -(2**70)}}, r"clip_obs must be a positive number"),
         ({"config": {"clip_obs": -1.0}}, r"clip_obs must be a positive number"),
     ],
 )

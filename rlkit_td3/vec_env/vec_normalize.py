@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import os
 import pickle
 import zipfile
@@ -60,9 +61,13 @@ def _positive(name: str, value: Any) -> float:
     """A number > 0: ``epsilon`` finite, the clips may be ``inf`` (no clipping); NaN and bools never."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.floating, np.integer)):
         raise ValueError(f"{name} must be a positive number, got {value!r}")
-    if not value > 0 or (name == "epsilon" and not np.isfinite(value)):
-        raise ValueError(f"{name} must be a {'finite ' if name == 'epsilon' else ''}positive number, got {value!r}")
-    return float(value)
+    try:
+        number = float(value)  # a Python int of any size: an OverflowError past float64, never a TypeError
+    except OverflowError:
+        number = math.inf
+    if not number > 0 or (name == "epsilon" and not math.isfinite(number)):
+        raise ValueError(f"{name} must be a {'finite ' if name == 'epsilon' else ''}positive number, got {value!r:.80}")
+    return number
 
 
 def _gamma(value: Any) -> float:
