@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -412,7 +413,14 @@ class BaseAlgorithm:
         self.replay_buffer.load(path)
         self.replay_buffer.device = self.device
 
-    def save(self, path: str | os.PathLike[str], include_buffer: bool = False) -> None:
+    def save(
+        self,
+        path: str | os.PathLike[str],
+        exclude: Iterable[str] | None = None,
+        include: Iterable[str] | None = None,
+        *,
+        include_buffer: bool = False,
+    ) -> None:
         """Save the model to one zip file (JSON metadata + torch state dicts), written atomically.
 
         The file always holds the training state too: counters, every random generator (the buffer's
@@ -428,23 +436,30 @@ class BaseAlgorithm:
         Args:
             path: the zip file to write (replaced atomically if it exists). A path without any suffix gets
                 ``.zip`` appended, as in Stable-Baselines3 (``save("model")`` writes ``model.zip``).
-            include_buffer: also store the filled part of the replay buffer.
+            exclude: hyperparameters to leave out of the file, as in SB3 (``exclude=["verbose"]``): ``load``
+                gives them the constructor's defaults. Names SB3 never saves (``"env"``, ``"replay_buffer"``,
+                ...) are accepted and change nothing; others raise ``ValueError`` listing the allowed ones.
+            include: names saved even if ``exclude`` lists them; ``"replay_buffer"`` stores the buffer, like
+                ``include_buffer=True``.
+            include_buffer: also store the filled part of the replay buffer (keyword only).
 
         A policy replaced by ``torch.compile(model.policy)`` is saved as the module it compiles.
 
         Raises:
-            ValueError: ``include_buffer=True`` while training on a vector env with same-step autoreset, whose
-                runs no checkpoint can resume exactly (see the "What exact resume covers" docs section).
+            TypeError: ``exclude`` or ``include`` is not a list of names.
+            ValueError: a name ``exclude`` or ``include`` cannot take; or ``include_buffer=True`` while training
+                on a vector env with same-step autoreset, whose runs no checkpoint can resume exactly (see the
+                "What exact resume covers" docs section).
         """
         include_buffer = check_bool("include_buffer", include_buffer)
         compiled = self.policy
         original = getattr(compiled, "_orig_mod", None)  # model.policy = torch.compile(model.policy), as in SB3
         if not isinstance(original, torch.nn.Module):
-            model_files.native_format().save(self, path, include_buffer)
+            model_files.native_format().save(self, path, include_buffer, exclude, include)
             return
         self.policy = original  # the file holds the plain module's state dict (no "_orig_mod." prefix)
         try:
-            model_files.native_format().save(self, path, include_buffer)
+            model_files.native_format().save(self, path, include_buffer, exclude, include)
         finally:
             self.policy = compiled
 

@@ -118,3 +118,58 @@ def test_save_is_atomic_no_temp_files_left(tmp_path, trained):
     model.save(tmp_path / "again.zip")
     model.save(tmp_path / "again.zip")
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+
+
+@pytest.mark.parametrize("cls", [TD3, DDPG])
+def test_save_exclude_leaves_hyperparameters_to_the_defaults(tmp_path, cls):
+    """SB3's ``save(path, exclude=, include=)``: excluded hyperparameters load as the constructor's defaults."""
+    model = cls("MlpPolicy", "Pendulum-v1", verbose=2, tau=0.01, learning_rate=3e-4, policy_kwargs={"net_arch": [8]})
+    path = tmp_path / "m.zip"
+    model.save(path, exclude=["verbose", "tau", "learning_rate", "env", "replay_buffer"])
+    with zipfile.ZipFile(path) as archive:
+        metadata = json.loads(archive.read("metadata.json"))
+    assert metadata["excluded"] == ["learning_rate", "tau", "verbose"]
+    assert "verbose" not in metadata["hyperparameters"] and "learning_rate" not in metadata["schedules"]
+    loaded = cls.load(path)
+    assert (loaded.verbose, loaded.tau, loaded.learning_rate(1.0)) == (0, 0.005, 1e-3)
+    assert loaded.gamma == model.gamma
+    for key, value in model.policy.state_dict().items():
+        assert torch.equal(value, loaded.policy.state_dict()[key])
+    model.save(path, exclude=["verbose"], include=["verbose"])  # include wins, as in SB3
+    assert cls.load(path).verbose == 2
+
+
+def test_save_include_replay_buffer_stores_the_buffer(tmp_path):
+    model = TD3("MlpPolicy", "Pendulum-v1", **SMALL).learn(150)
+    model.save(tmp_path / "m.zip", include=["replay_buffer"])
+    assert TD3.load(tmp_path / "m.zip").replay_buffer.size() == 150
+
+
+def test_save_exclude_include_refuse_bad_names(tmp_path):
+    model = DDPG("MlpPolicy", "Pendulum-v1", policy_kwargs={"net_arch": [8]})
+    with pytest.raises(ValueError, match="exclude: 'buffer_size' cannot be left out.*'verbose'"):
+        model.save(tmp_path / "m.zip", exclude=["buffer_size"])
+    with pytest.raises(ValueError, match="exclude: 'policy_delay'"):  # DDPG fixes it
+        model.save(tmp_path / "m.zip", exclude=["policy_delay"])
+    with pytest.raises(ValueError, match="include: 'env' cannot be stored"):
+        model.save(tmp_path / "m.zip", include=["env"])
+    with pytest.raises(TypeError, match="exclude must be a list"):
+        model.save(tmp_path / "m.zip", exclude="verbose")
+    with pytest.raises(TypeError, match="include must hold attribute names"):
+        model.save(tmp_path / "m.zip", include=[1])
+    assert not (tmp_path / "m.zip").exists()
+
+
+def test_load_refuses_a_file_excluding_what_it_cannot(tmp_path):
+    model = TD3("MlpPolicy", "Pendulum-v1", policy_kwargs={"net_arch": [8]})
+    model.save(tmp_path / "m.zip", exclude=["verbose"])
+    with zipfile.ZipFile(tmp_path / "m.zip") as archive:
+        entries = {name: archive.read(name) for name in archive.namelist()}
+    metadata = json.loads(entries["metadata.json"])
+    metadata["excluded"] = ["buffer_size"]
+    entries["metadata.json"] = json.dumps(metadata).encode()
+    with zipfile.ZipFile(tmp_path / "bad.zip", "w") as archive:
+        for name, data in entries.items():
+            archive.writestr(name, data)
+    with pytest.raises(ModelFileError, match="excluded names 'buffer_size'"):
+        TD3.load(tmp_path / "bad.zip")
