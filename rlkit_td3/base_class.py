@@ -83,6 +83,10 @@ class BaseAlgorithm:
 
         self._venv: VectorEnv | None = None
         self._env_used_outside = False
+        # load() brought the envs to the saved run's state with every env due for the reset the saved run would
+        # do next (autoreset disabled): _last_obs is None, as SB3's after a load with force_reset=True, but the
+        # next learn resets them through that reset, not a fresh one (see rlkit_td3.env_state.restart_envs)
+        self._envs_restored = False
         self.observation_space: spaces.Box | None = None
         self.action_space: spaces.Box | None = None
         self.n_envs = 1
@@ -199,6 +203,7 @@ class BaseAlgorithm:
         self._set_env_and_spaces(vec)
         self._fit_to_env(strict=False)
         self._last_obs = None
+        self._envs_restored = False
         self._rollout = None
 
     def _check_env_matches(self, vec: VectorEnv) -> None:
@@ -490,8 +495,10 @@ class BaseAlgorithm:
                 needed for user classes and for anything saved through pickle when ``allow_pickle`` is False.
             print_system_info: print the versions (Python, torch, numpy, gymnasium, platform) that wrote the
                 file beside the current ones.
-            force_reset: accepted for SB3 compatibility (a real ``bool``): a loaded model always resets its envs
-                before its next step (at an episode boundary with the reset the saved run would do next).
+            force_reset: a real ``bool``. ``True``: the envs are reset before the model's next step (at an episode
+                boundary with the reset the saved run would do next, keeping exact resume). ``False``: ``env`` is
+                the env the model was saved from, still where it stood (e.g. the saved model's ``get_env()``): it
+                is not reset and the saved last observation goes on, as in SB3.
             allow_pickle: read the file's pickle entry, if any. Unpickling can run arbitrary code: only for
                 files you trust. Must be a real ``bool``.
             **kwargs: override stored hyperparameters (e.g. ``verbose=1``, ``learning_starts=0``): only the

@@ -329,13 +329,15 @@ def _fill_from_file(
         training_tensors = tensors.get("training_state", {})
         if not isinstance(training_tensors, dict):
             raise ModelFileError("training_state.pth must hold a dict")
-        # force_reset needs no action: a loaded model's envs are always reset before its next step (at an
-        # episode boundary by the reset the saved run would do next, keeping exact resume; mid-episode the
-        # episode in flight restarts).
+        # force_reset=True (the default): the envs are reset before the next step (at an episode boundary by the
+        # reset the saved run would do next, keeping exact resume; mid-episode the episode in flight restarts).
+        # force_reset=False: the env given stands where the saved run left it; the saved last observations go on.
         state = metadata["training_state"]
         if not isinstance(state, dict):
             raise ModelFileError("training_state must be a dict")
-        TrainingState(model, saved_n_envs=n_envs).load_state_dict({**state, **training_tensors})
+        TrainingState(model, saved_n_envs=n_envs, force_reset=force_reset).load_state_dict(
+            {**state, **training_tensors}
+        )
     model._fit_to_env(strict=False)  # the noise of a model saved with another n_envs than env's
 
 

@@ -218,10 +218,11 @@ class TrainingState:
     Args:
         model: the model (an ``OffPolicyAlgorithm``).
         saved_n_envs: the number of envs the state was saved with (default: the model's).
+        force_reset: ``False`` keeps the envs as they stand (see `rlkit_td3.env_state.EnvRecords`).
     """
 
-    def __init__(self, model: Any, saved_n_envs: int | None = None) -> None:
-        self.flat: list[Any] = [RunState(model), FusedUpdateState(model), EnvRecords(model, saved_n_envs)]
+    def __init__(self, model: Any, saved_n_envs: int | None = None, force_reset: bool = True) -> None:
+        self.flat: list[Any] = [RunState(model), FusedUpdateState(model), EnvRecords(model, saved_n_envs, force_reset)]
         self.nested: dict[str, Any] = {"action_noise": _NoiseState(model), "schedules": ScheduleStates(model)}
 
     def state_dict(self) -> dict[str, Any]:

@@ -173,3 +173,35 @@ def test_load_refuses_a_file_excluding_what_it_cannot(tmp_path):
             archive.writestr(name, data)
     with pytest.raises(ModelFileError, match="excluded names 'buffer_size'"):
         TD3.load(tmp_path / "bad.zip")
+
+
+class _CountResets(gym.Wrapper):
+    def __init__(self, env):
+        super().__init__(env)
+        self.resets = 0
+
+    def reset(self, **kwargs):
+        self.resets += 1
+        return super().reset(**kwargs)
+
+
+def test_load_force_reset_false_goes_on_from_the_envs_as_they_stand(tmp_path):
+    """SB3's ``load(path, env=the same env, force_reset=False)``: no reset, the saved last observation goes on."""
+    counted = _CountResets(gym.make("Pendulum-v1"))
+    model = TD3("MlpPolicy", counted, learning_starts=50, train_freq=4, policy_kwargs={"net_arch": [8]}, seed=1)
+    model.learn(64)
+    last_obs, resets = model._last_obs.copy(), counted.resets
+    env = model.get_env()
+    model.save(tmp_path / "m.zip")
+    loaded = TD3.load(tmp_path / "m.zip", env=env, force_reset=False)
+    assert np.array_equal(loaded._last_obs, last_obs)
+    loaded.learn(8, reset_num_timesteps=False)
+    assert counted.resets == resets  # the episode in flight went on (Pendulum's run 200 steps)
+    assert loaded.num_timesteps == 72
+    assert np.array_equal(loaded.replay_buffer.observations[0], last_obs[0])  # the first new row starts there
+    # force_reset=True (the default): no last observation is kept, the next learn starts from a reset
+    again = TD3.load(tmp_path / "m.zip", env=env)
+    assert again._last_obs is None
+    again.learn(8, reset_num_timesteps=False)
+    assert counted.resets == resets + 2  # the reset at load (envs brought to the saved state), then the episode's
+    assert again.num_timesteps == 72
