@@ -502,10 +502,15 @@ DOORS: dict[str, tuple[str, str]] = {
         "declares, ratio 32, weights_only, finite; the cloudpickle payloads never unpickled without allow_pickle",
     ),
     "TD3Policy.load": (
-        "rlkit_td3.policies.td3_policy.TD3Policy.load",
+        "rlkit_td3.policies.policy_file.read_policy_file",
         "the model zip rules; `policy.pth` capped by the declared networks; the allow-lists of TD3.load for "
         "activation_fn, optimizer_class, features_extractor_class; declared shapes before anything is built; "
         "then keys, shapes, dtypes, finite",
+    ),
+    "Actor.load (policy.actor.save)": (
+        "rlkit_td3.policies.policy_file.read_policy_file",
+        "the TD3Policy.load rules for the actor's tensors (exactly those, shapes declared before anything is "
+        "built); the critics the file declares are never built (one without hidden layers stands in)",
     ),
     "set_parameters(path)": (
         "rlkit_td3.parameters.set_parameters",
