@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +83,10 @@ class BaseAlgorithm:
 
         self._venv: VectorEnv | None = None
         self._env_used_outside = False
+        # load() brought the envs to the saved run's state with every env due for the reset the saved run would
+        # do next (autoreset disabled): _last_obs is None, as SB3's after a load with force_reset=True, but the
+        # next learn resets them through that reset, not a fresh one (see rlkit_td3.env_state.restart_envs)
+        self._envs_restored = False
         self.observation_space: spaces.Box | None = None
         self.action_space: spaces.Box | None = None
         self.n_envs = 1
@@ -198,6 +203,7 @@ class BaseAlgorithm:
         self._set_env_and_spaces(vec)
         self._fit_to_env(strict=False)
         self._last_obs = None
+        self._envs_restored = False
         self._rollout = None
 
     def _check_env_matches(self, vec: VectorEnv) -> None:
@@ -412,7 +418,14 @@ class BaseAlgorithm:
         self.replay_buffer.load(path)
         self.replay_buffer.device = self.device
 
-    def save(self, path: str | os.PathLike[str], include_buffer: bool = False) -> None:
+    def save(
+        self,
+        path: str | os.PathLike[str],
+        exclude: Iterable[str] | None = None,
+        include: Iterable[str] | None = None,
+        *,
+        include_buffer: bool = False,
+    ) -> None:
         """Save the model to one zip file (JSON metadata + torch state dicts), written atomically.
 
         The file always holds the training state too: counters, every random generator (the buffer's
@@ -428,23 +441,30 @@ class BaseAlgorithm:
         Args:
             path: the zip file to write (replaced atomically if it exists). A path without any suffix gets
                 ``.zip`` appended, as in Stable-Baselines3 (``save("model")`` writes ``model.zip``).
-            include_buffer: also store the filled part of the replay buffer.
+            exclude: hyperparameters to leave out of the file, as in SB3 (``exclude=["verbose"]``): ``load``
+                gives them the constructor's defaults. Names SB3 never saves (``"env"``, ``"replay_buffer"``,
+                ...) are accepted and change nothing; others raise ``ValueError`` listing the allowed ones.
+            include: names saved even if ``exclude`` lists them; ``"replay_buffer"`` stores the buffer, like
+                ``include_buffer=True``.
+            include_buffer: also store the filled part of the replay buffer (keyword only).
 
         A policy replaced by ``torch.compile(model.policy)`` is saved as the module it compiles.
 
         Raises:
-            ValueError: ``include_buffer=True`` while training on a vector env with same-step autoreset, whose
-                runs no checkpoint can resume exactly (see the "What exact resume covers" docs section).
+            TypeError: ``exclude`` or ``include`` is not a list of names.
+            ValueError: a name ``exclude`` or ``include`` cannot take; or ``include_buffer=True`` while training
+                on a vector env with same-step autoreset, whose runs no checkpoint can resume exactly (see the
+                "What exact resume covers" docs section).
         """
         include_buffer = check_bool("include_buffer", include_buffer)
         compiled = self.policy
         original = getattr(compiled, "_orig_mod", None)  # model.policy = torch.compile(model.policy), as in SB3
         if not isinstance(original, torch.nn.Module):
-            model_files.native_format().save(self, path, include_buffer)
+            model_files.native_format().save(self, path, include_buffer, exclude, include)
             return
         self.policy = original  # the file holds the plain module's state dict (no "_orig_mod." prefix)
         try:
-            model_files.native_format().save(self, path, include_buffer)
+            model_files.native_format().save(self, path, include_buffer, exclude, include)
         finally:
             self.policy = compiled
 
@@ -475,8 +495,10 @@ class BaseAlgorithm:
                 needed for user classes and for anything saved through pickle when ``allow_pickle`` is False.
             print_system_info: print the versions (Python, torch, numpy, gymnasium, platform) that wrote the
                 file beside the current ones.
-            force_reset: accepted for SB3 compatibility (a real ``bool``): a loaded model always resets its envs
-                before its next step (at an episode boundary with the reset the saved run would do next).
+            force_reset: a real ``bool``. ``True``: the envs are reset before the model's next step (at an episode
+                boundary with the reset the saved run would do next, keeping exact resume). ``False``: ``env`` is
+                the env the model was saved from, still where it stood (e.g. the saved model's ``get_env()``): it
+                is not reset and the saved last observation goes on, as in SB3.
             allow_pickle: read the file's pickle entry, if any. Unpickling can run arbitrary code: only for
                 files you trust. Must be a real ``bool``.
             **kwargs: override stored hyperparameters (e.g. ``verbose=1``, ``learning_starts=0``): only the

@@ -44,7 +44,7 @@ from rlkit_td3.file_checks import (
     print_system_info_of,
     zip_path_for_save,
 )
-from rlkit_td3.load_arguments import check_same_policy_kwargs
+from rlkit_td3.load_arguments import check_same_policy_kwargs, excludable, saved_exclusions
 from rlkit_td3.model_files import FileFormat, algorithm_class, register_format
 from rlkit_td3.noise import noise_from_dict
 from rlkit_td3.parameters import get_parameters, set_parameters
@@ -95,8 +95,20 @@ def _schedule_entry(model: Any, name: str, schedule: Schedule | None, pickled: d
     return spec
 
 
-def save(model: Any, path: str | os.PathLike[str], include_buffer: bool = False) -> None:
-    """The body of `BaseAlgorithm.save()`: write ``model`` to one zip file, atomically."""
+def save(
+    model: Any,
+    path: str | os.PathLike[str],
+    include_buffer: bool = False,
+    exclude: Any = None,
+    include: Any = None,
+) -> None:
+    """The body of `BaseAlgorithm.save()`: write ``model`` to one zip file, atomically.
+
+    ``exclude`` names hyperparameters to leave out (``load`` then uses the constructor's defaults; the file lists
+    them under ``excluded``), ``include`` names to keep regardless (see `rlkit_td3.load_arguments.saved_exclusions`).
+    """
+    excluded, buffer_included = saved_exclusions(type(model), exclude, include)
+    include_buffer = include_buffer or buffer_included
     if include_buffer:
         problem = exact_resume_problem(model)
         if problem is not None:
@@ -176,6 +188,7 @@ def save(model: Any, path: str | os.PathLike[str], include_buffer: bool = False)
             "episode_num": model._episode_num,
         },
         "pickled_keys": sorted(pickled),
+        "excluded": excluded,
         "system": {
             "python": sys.version.split()[0],
             "platform": platform.platform(),
@@ -187,6 +200,11 @@ def save(model: Any, path: str | os.PathLike[str], include_buffer: bool = False)
             "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
         },
     }
+    for name in excluded:  # save(exclude=...): load gives these the constructor's defaults
+        metadata["hyperparameters"].pop(name, None)
+        if metadata["schedules"].pop(name, None) is not None:
+            pickled.pop(name, None)
+    metadata["pickled_keys"] = sorted(pickled)
     # the components, each by its state protocol: the file stores what they return, in the entries named here
     metadata["training_state"], training_tensors = split_tensors(TrainingState(model).state_dict())
     tensors = {
@@ -273,7 +291,8 @@ def _fill_from_file(
     """
     n_envs = check_n_envs(metadata, tensors, MAX_N_ENVS)
     given = set(custom)
-    ctor = _constructor_kwargs_from_metadata(metadata, pickled, custom, n_envs=n_envs)
+    defaults = _excluded_defaults(type(model), metadata.get("excluded", []))
+    ctor = _constructor_kwargs_from_metadata(metadata, pickled, custom, n_envs=n_envs, defaults=defaults)
     # entries the caller replaced instead of the file (a pickled schedule, a user class) have no file value:
     # the file-only pass uses the constructor's defaults for them
     replaced = {CUSTOM_TO_CTOR.get(key, key) for key in given - set(custom)} - {"policy"}
@@ -310,28 +329,49 @@ def _fill_from_file(
         training_tensors = tensors.get("training_state", {})
         if not isinstance(training_tensors, dict):
             raise ModelFileError("training_state.pth must hold a dict")
-        # force_reset needs no action: a loaded model's envs are always reset before its next step (at an
-        # episode boundary by the reset the saved run would do next, keeping exact resume; mid-episode the
-        # episode in flight restarts).
+        # force_reset=True (the default): the envs are reset before the next step (at an episode boundary by the
+        # reset the saved run would do next, keeping exact resume; mid-episode the episode in flight restarts).
+        # force_reset=False: the env given stands where the saved run left it; the saved last observations go on.
         state = metadata["training_state"]
         if not isinstance(state, dict):
             raise ModelFileError("training_state must be a dict")
-        TrainingState(model, saved_n_envs=n_envs).load_state_dict({**state, **training_tensors})
+        TrainingState(model, saved_n_envs=n_envs, force_reset=force_reset).load_state_dict(
+            {**state, **training_tensors}
+        )
     model._fit_to_env(strict=False)  # the noise of a model saved with another n_envs than env's
 
 
+def _excluded_defaults(cls: type, excluded: Any) -> dict[str, Any]:
+    """The constructor defaults of the hyperparameters a file was saved without (``save(exclude=...)``)."""
+    allowed = excludable(cls)
+    if not isinstance(excluded, list) or not all(isinstance(name, str) for name in excluded):
+        raise ModelFileError(f"excluded must be a list of names, got {excluded!r}")
+    for name in excluded:
+        if name not in allowed:
+            raise ModelFileError(f"excluded names {name!r}, which a {cls.__name__} file cannot leave out")
+    return {name: allowed[name] for name in excluded}
+
+
 def _constructor_kwargs_from_metadata(
-    metadata: dict[str, Any], pickled: dict[str, Any], custom: dict[str, Any], n_envs: int = 1
+    metadata: dict[str, Any],
+    pickled: dict[str, Any],
+    custom: dict[str, Any],
+    n_envs: int = 1,
+    defaults: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Rebuild ``OffPolicyAlgorithm.__init__`` keyword arguments from a file's metadata.
 
     Schedules and noises are checked (types, ranges, the noise's dimension and copies against the action
-    space and ``n_envs``) before they are built; classes are looked up in allow-lists only.
+    space and ``n_envs``) before they are built; classes are looked up in allow-lists only. ``defaults`` gives
+    the values of the hyperparameters the file was saved without.
     """
+    defaults = defaults or {}
 
     def restore(name: str, entry: Any, from_dict: Any) -> Any:
         if name in custom:
             return custom.pop(name)
+        if name in defaults:
+            return defaults[name]
         if entry is None:
             return None
         if isinstance(entry, dict) and entry.get("pickled"):
@@ -352,8 +392,10 @@ def _constructor_kwargs_from_metadata(
         else:
             check_schedule_spec(f"schedules.{name}", entry)
 
-    hyper = dict(metadata["hyperparameters"])
-    hyper["train_freq"] = tuple(hyper["train_freq"])
+    schedule_names = ("learning_rate", "actor_learning_rate", "critic_learning_rate")
+    hyper = {**{k: v for k, v in defaults.items() if k not in schedule_names}, **metadata["hyperparameters"]}
+    if isinstance(hyper["train_freq"], list):  # JSON keeps the (frequency, unit) pair as a list
+        hyper["train_freq"] = tuple(hyper["train_freq"])
     # files written before the switch existed ran the paper's pure-uniform warm-up: resume with it
     hyper.setdefault("warmup_action_noise", False)
     schedules = metadata["schedules"]
@@ -371,7 +413,7 @@ def _constructor_kwargs_from_metadata(
     return {
         **hyper,
         "policy": custom.pop("policy_class", None) or allowed_class(policy["class"], POLICY_ALIASES, "policy"),
-        "learning_rate": restore("learning_rate", schedules["learning_rate"], schedule_from_dict),
+        "learning_rate": restore("learning_rate", schedules.get("learning_rate"), schedule_from_dict),
         "actor_learning_rate": restore("actor_learning_rate", schedules.get("actor_learning_rate"), schedule_from_dict),
         "critic_learning_rate": restore(
             "critic_learning_rate", schedules.get("critic_learning_rate"), schedule_from_dict

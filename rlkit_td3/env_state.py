@@ -8,6 +8,7 @@ checkpoint of its run could resume exactly.
 
 from __future__ import annotations
 
+import time
 import warnings
 from typing import Any
 
@@ -157,7 +158,8 @@ def restart_envs(
     if env_rngs is not None:
         _warn_if_inexact(model, generators)
     model._env_seeded = True
-    obs, _ = model._venv.reset()
+    model._envs_restored = False
+    model._venv.reset()
     if env_rngs is not None and generators is not None and len(env_rngs) == len(generators):
         for rng, spec in zip(generators, env_rngs):
             set_rng_state(rng, spec)
@@ -170,7 +172,10 @@ def restart_envs(
             stats.return_queue.append(r)
             stats.length_queue.append(n)
     if model._autoreset_mode == AutoresetMode.DISABLED:
-        model._last_obs = obs if last_obs is None else obs_from_tensors(last_obs)
+        # every env is due for the reset the saved run would do next, just before the next step: no last
+        # observation is kept (as SB3 after a load with force_reset=True), and learn does not reset them afresh
+        model._last_obs = None
+        model._envs_restored = True
         model._needs_reset = np.ones(model.n_envs, dtype=bool)
     elif (
         model._autoreset_mode == AutoresetMode.NEXT_STEP
@@ -190,6 +195,35 @@ def restart_envs(
         model._needs_reset = np.zeros(model.n_envs, dtype=bool)
     else:
         model._last_obs = None
+
+
+def keep_envs(
+    model: Any, last_obs: torch.Tensor | dict[str, torch.Tensor], needs_reset: list[bool] | None = None
+) -> None:
+    """``load(..., force_reset=False)``: take the envs as they stand, without resetting them (as SB3 does).
+
+    The caller says the env passed to ``load`` is the one the model was saved from, still where the saved run
+    left it: the saved last observations are the model's again and the next ``learn`` steps the envs on from
+    there (envs whose episode had ended are reset before that step, as in the saved run). The envs' generators
+    are left as they are. The episode statistics start from this step, as after a reset.
+    """
+    model._env_seeded = True
+    model._envs_restored = False
+    model._last_obs = obs_from_tensors(last_obs)
+    ended = np.zeros(model.n_envs, dtype=bool) if needs_reset is None else np.asarray(needs_reset, dtype=bool)
+    # only the loop resets ended envs when the env does not itself (autoreset disabled)
+    model._needs_reset = ended if model._autoreset_mode == AutoresetMode.DISABLED else np.zeros_like(ended)
+    model._pending_reset_step = False
+    model._env_used_outside = False
+    stats = episode_statistics(model._venv)
+    if stats is not None:  # the state a reset gives it: the episodes in flight count from here
+        stats.episode_returns = np.zeros(model.n_envs)
+        stats.episode_lengths = np.zeros(model.n_envs, dtype=int)
+        stats.episode_start_times = np.full(model.n_envs, time.perf_counter())
+        stats.prev_dones = np.zeros(model.n_envs, dtype=bool)
+        for r, n in getattr(model, "_saved_episode_infos", ()):
+            stats.return_queue.append(r)
+            stats.length_queue.append(n)
 
 
 def state_dict(model: Any) -> dict[str, Any]:
@@ -221,14 +255,17 @@ class EnvRecords:
         model: the model whose envs these are.
         saved_n_envs: the number of envs the state was saved with (default: the model's ``n_envs``); loaded
             onto another number of envs, every episode restarts.
+        force_reset: ``False`` keeps the envs as they stand with the saved last observations (`keep_envs()`,
+            ``load(..., force_reset=False)``) instead of bringing them to the saved state (`restart_envs()`).
     """
 
     keys = ("env_rngs", "sb3_pre_reset", "needs_reset", "last_obs")
     """The entries of the state (each optional: older files lack them)."""
 
-    def __init__(self, model: Any, saved_n_envs: int | None = None) -> None:
+    def __init__(self, model: Any, saved_n_envs: int | None = None, force_reset: bool = True) -> None:
         self.model = model
         self.saved_n_envs = model.n_envs if saved_n_envs is None else saved_n_envs
+        self.force_reset = force_reset
 
     def state_dict(self) -> dict[str, Any]:
         """The records (`state_dict` of the module) and ``last_obs`` as tensors (absent when there is none)."""
@@ -290,6 +327,8 @@ class EnvRecords:
             return
         if self.saved_n_envs != model.n_envs:  # loaded onto another number of envs: every episode restarts
             restart_envs(model, None, None, None)
+        elif not self.force_reset and state.get("last_obs") is not None:
+            keep_envs(model, state["last_obs"], state.get("needs_reset"))
         else:
             restart_envs(
                 model,

@@ -16,7 +16,8 @@ with the functions of this module, which enforce every limit in one place:
 * **JSON**: UTF-8, at most `MAX_JSON_DEPTH` levels of nesting (checked before parsing: no ``RecursionError``);
 * **tensors**: ``torch.load(weights_only=True)`` (no code), plain containers only, no tensor larger than its
   storage (no stride tricks that inflate on first use), real dtypes, finite floating values;
-* **pickle**: only when the caller passes ``allow_pickle=True`` (a real ``bool``).
+* **pickle**: only when the caller passes ``allow_pickle=True`` (a real ``bool``); without it, only plain data
+  (`unpickle_plain_data`: builtin containers and scalars, NumPy arrays), which builds no other object.
 
 Whatever is wrong, a function here raises `ModelFileError` (a ``ValueError``) naming the file and the entry.
 This module imports no other module of the package: it is the bottom floor. `DOORS` lists every public way
@@ -187,6 +188,74 @@ def unpickle(raw: bytes | IO[bytes], what: str, allow_pickle: bool, unpickler: t
         return pickle.load(stream)  # noqa: S301 - allow_pickle=True: the caller trusts the file
     except Exception as exc:  # noqa: BLE001  (whatever unpickling a file's bytes raises is the file's fault)
         raise ModelFileError(f"{what}: the pickle is unreadable ({type(exc).__name__}: {exc})") from exc
+
+
+_PLAIN_GLOBALS = frozenset(
+    {
+        ("builtins", "set"),
+        ("builtins", "frozenset"),
+        ("builtins", "complex"),
+        ("builtins", "bytearray"),
+        ("builtins", "slice"),
+        ("collections", "OrderedDict"),
+        ("collections", "deque"),
+        ("_codecs", "encode"),  # bytes written with protocols below 3
+        ("numpy", "ndarray"),
+        ("numpy", "dtype"),
+        ("numpy.core.multiarray", "_reconstruct"),
+        ("numpy._core.multiarray", "_reconstruct"),
+        ("numpy.core.multiarray", "scalar"),
+        ("numpy._core.multiarray", "scalar"),
+        ("numpy.core.numeric", "_frombuffer"),  # protocol 5 (NumPy refuses object dtype there)
+        ("numpy._core.numeric", "_frombuffer"),
+    }
+)
+"""The only globals a plain-data pickle may name: constructors of data that run no code of the file's choosing.
+An object array's items go through the same unpickler, so they are plain data too."""
+
+
+def _bytearray_of_bytes(data: Any = b"") -> bytearray:
+    # bytearray(n) would allocate n bytes the file does not hold: only a copy of bytes it does
+    if not isinstance(data, (bytes, bytearray)):
+        raise pickle.UnpicklingError(f"bytearray of {type(data).__name__}: only of bytes")
+    return bytearray(data)
+
+
+def _empty_array(cls: Any, shape: Any, dtype: Any) -> np.ndarray:
+    # NumPy pickles an array as an empty one filled by __setstate__ from the file's bytes; a larger starting
+    # shape would allocate memory the file does not hold
+    if cls is not np.ndarray or math.prod(np.atleast_1d(np.asarray(shape, dtype=np.int64)).tolist()) != 0:
+        raise pickle.UnpicklingError("an array must start empty (NumPy's own pickles do)")
+    return np.ndarray.__new__(np.ndarray, shape, dtype)
+
+
+class _PlainDataUnpickler(pickle.Unpickler):
+    """An unpickler that builds plain data only (`_PLAIN_GLOBALS`); any other global is refused, unresolved."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if module == "__builtin__":  # protocols 0 to 2 name the builtins module by its Python 2 name
+            module = "builtins"
+        if (module, name) not in _PLAIN_GLOBALS:
+            raise pickle.UnpicklingError(
+                f"it needs {module}.{name}, and without allow_pickle=True only plain data is read (builtin "
+                "containers and scalars, NumPy arrays); pass allow_pickle=True for a file you trust"
+            )
+        if name == "bytearray":
+            return _bytearray_of_bytes
+        if name == "_reconstruct":
+            return _empty_array
+        return super().find_class(module, name)
+
+
+def unpickle_plain_data(raw: bytes | IO[bytes], what: str) -> Any:
+    """Unpickle ``raw`` (bytes or a binary stream) if it holds plain data only: ``None``, bools, numbers, strings,
+    bytes, lists, tuples, dicts, sets, ``OrderedDict``, ``deque``, NumPy arrays and scalars (not of object dtype
+    with other content). Nothing else is built, so the file runs no code.
+
+    Raises:
+        ModelFileError: the pickle names anything else (the message says which global), or is unreadable.
+    """
+    return unpickle(raw, what, allow_pickle=True, unpickler=_PlainDataUnpickler)  # plain data: no code runs
 
 
 # ---------------------------------------------------------------------------- zip archives
@@ -433,11 +502,16 @@ DOORS: dict[str, tuple[str, str]] = {
         "declares, ratio 32, weights_only, finite; the cloudpickle payloads never unpickled without allow_pickle",
     ),
     "TD3Policy.load": (
-        "rlkit_td3.policies.td3_policy.TD3Policy.load",
+        "rlkit_td3.policies.policy_file.read_policy_file",
         "the model zip rules; only `policy.pth` is read, capped by the networks the file declares "
         "(`rlkit_td3.policies.declared_size`); the allow-lists of TD3.load for "
         "activation_fn, optimizer_class, features_extractor_class; declared shapes before anything is built; "
         "then keys, shapes, dtypes, finite",
+    ),
+    "Actor.load (policy.actor.save)": (
+        "rlkit_td3.policies.policy_file.read_policy_file",
+        "the TD3Policy.load rules for the actor's tensors (exactly those, shapes declared before anything is "
+        "built); the critics the file declares are never built (one without hidden layers stands in)",
     ),
     "set_parameters(path)": (
         "rlkit_td3.parameters.set_parameters",
@@ -468,7 +542,8 @@ DOORS: dict[str, tuple[str, str]] = {
     ),
     "load_from_pkl": (
         "rlkit_td3.save_util.load_from_pkl",
-        "unpickles only with allow_pickle=True (a real bool)",
+        "without allow_pickle=True (a real bool) only plain data: builtin containers and scalars, NumPy arrays; "
+        "any other global the pickle names is refused before it is resolved",
     ),
 }
 """Every public way from a file into a model: ``{door: (the function, what it checks)}``. The Security page's
@@ -492,4 +567,5 @@ __all__ = [
     "read_npy_member",
     "read_npz_file",
     "unpickle",
+    "unpickle_plain_data",
 ]

@@ -164,3 +164,83 @@ def printable(text: str) -> str:
     """``text`` with every control or non-printable character (terminal escapes, newlines, NUL, bidi overrides)
     written as its escape (``\\x1b``), so that what a file says cannot drive the terminal."""
     return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
+
+
+# ---------------------------------------------------------------------------- save(exclude=, include=)
+EXCLUDABLE = frozenset(
+    {
+        "learning_rate",
+        "actor_learning_rate",
+        "critic_learning_rate",
+        "learning_starts",
+        "batch_size",
+        "tau",
+        "gamma",
+        "train_freq",
+        "gradient_steps",
+        "policy_delay",
+        "target_policy_noise",
+        "target_noise_clip",
+        "warmup_action_noise",
+        "verbose",
+        "seed",
+        "tensorboard_log",
+    }
+)
+"""Hyperparameters ``save(exclude=...)`` may leave out of a file; ``load`` then uses the constructor's default.
+
+The buffer's layout (``buffer_size``, ``n_steps``, ``optimize_memory_usage``), the networks and the exploration
+noise (whose state the training state restores) always stay in the file."""
+
+NEVER_STORED = frozenset(
+    {"env", "device", "rollout_buffer", "_vec_normalize_env", "_episode_storage", "_logger", "_custom_logger"}
+)
+"""Attributes Stable-Baselines3 leaves out of its files by default and a model file never holds either: accepted
+by ``exclude`` (which they change nothing in)."""
+
+
+def excludable(cls: type) -> dict[str, Any]:
+    """The names ``save(exclude=...)`` accepts for a ``cls`` model, with the constructor default ``load`` uses."""
+    params = inspect.signature(cls.__init__).parameters
+    return {name: params[name].default for name in sorted(EXCLUDABLE) if name in params}
+
+
+def _names(argument: str, value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        raise TypeError(f"{argument} must be a list of attribute names or None, got {value!r}")
+    names = list(value)
+    for name in names:
+        if not isinstance(name, str):
+            raise TypeError(f"{argument} must hold attribute names (str), got {name!r}")
+    return names
+
+
+def saved_exclusions(cls: type, exclude: Any, include: Any) -> tuple[list[str], bool]:
+    """``save``'s ``exclude`` and ``include`` (Stable-Baselines3's arguments): the hyperparameters to leave out
+    of the file (sorted) and whether ``include`` asks for the replay buffer.
+
+    As in SB3, a name in both lists is saved (``include`` wins). ``include`` accepts the excludable names,
+    ``"policy"`` (always saved) and ``"replay_buffer"`` (like ``include_buffer=True``).
+
+    Raises:
+        TypeError: an argument is not a list of names.
+        ValueError: a name the file cannot leave out (``exclude``) or hold (``include``), naming what is allowed.
+    """
+    allowed = excludable(cls)
+    excluded, included = _names("exclude", exclude), _names("include", include)
+    for name in excluded:
+        if name not in allowed and name not in NEVER_STORED and name not in ("policy", "replay_buffer"):
+            raise ValueError(
+                f"exclude: {name!r} cannot be left out of a {cls.__name__} file; names it accepts: "
+                f"{sorted(allowed)} (and {sorted(NEVER_STORED | {'policy', 'replay_buffer'})}, which change nothing)"
+            )
+    for name in included:
+        if name not in allowed and name not in ("policy", "replay_buffer"):
+            raise ValueError(
+                f"include: {name!r} cannot be stored in a {cls.__name__} file; names it accepts: "
+                f"{sorted(allowed) + ['policy', 'replay_buffer']}"
+            )
+    left_out = sorted({name for name in excluded if name in allowed} - set(included))
+    return left_out, "replay_buffer" in included

@@ -25,7 +25,8 @@ class FileFormat(NamedTuple):
     """Whether a path holds a file of this format; ``None`` for the native format, read when no other claims a file
     (it also gives the errors for a missing or malformed file)."""
     save: Callable[..., None] | None = None
-    """``save(model, path, include_buffer)``: the native format's writer; ``None`` for a format only read."""
+    """``save(model, path, include_buffer, exclude, include)``: the native format's writer; ``None`` for a format
+    only read."""
 
 
 FILE_FORMATS: dict[str, FileFormat] = {}

@@ -382,6 +382,7 @@ class OffPolicyAlgorithm(BaseAlgorithm):
             self.num_timesteps = 0
             self._episode_num = 0
             self._last_obs = None
+            self._envs_restored = False
             self._rollout = None
             stats = episode_statistics(self._venv)
             if stats is not None:
@@ -397,8 +398,9 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         self._start_time = time.perf_counter()
         if self._env_used_outside:  # user code stepped get_env(): the last observations are stale
             self._last_obs = None
+            self._envs_restored = False
             self._rollout = None
-        if self._last_obs is None:
+        if self._last_obs is None and not self._envs_restored:
             self._reset_env()
         self._setup_logger(tb_log_name, reset_num_timesteps)
         self._mode_dependent = self.policy.mode_dependent()  # a layer may have been swapped since construction
@@ -438,6 +440,7 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         self._check_reset_obs(obs, np.ones(self.n_envs, dtype=bool))
         self.policy.update_obs_statistics(obs)
         self._last_obs = obs
+        self._envs_restored = False
         self._needs_reset = np.zeros(self.n_envs, dtype=bool)
         self._pending_reset_step = False
         self._env_used_outside = False
@@ -526,6 +529,7 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         step or joins two episodes.
         """
         self._last_obs = None
+        self._envs_restored = False
         self._rollout = None
         raise non_finite_error(
             self._venv, self._autoreset_mode, self.num_timesteps, obs, rewards, infos, dones, where=where, rows=rows
@@ -554,7 +558,9 @@ class OffPolicyAlgorithm(BaseAlgorithm):
             stats.prev_dones[mask] = False
         self._check_reset_obs(reset_obs, mask)
         self.policy.update_obs_statistics(obs_rows(reset_obs, mask))
-        self._last_obs = obs_where(mask, reset_obs, self._last_obs)
+        # after load() every env is due (`_envs_restored`) and there is no last observation to keep
+        self._last_obs = reset_obs if self._last_obs is None else obs_where(mask, reset_obs, self._last_obs)
+        self._envs_restored = False
         self._needs_reset = np.zeros(self.n_envs, dtype=bool)
 
     def _sample_action(self, obs: np.ndarray) -> np.ndarray:

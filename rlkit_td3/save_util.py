@@ -2,8 +2,9 @@
 
 `open_path()` opens a path or checks an open binary stream as SB3's does (preferred suffix, parent folders made,
 a folder path diverted to ``<path>_2``). `save_to_pkl()` writes a pickle (cloudpickle, as SB3). `load_from_pkl()`
-reads one only with ``allow_pickle=True``: unpickling runs code from the file, so unlike SB3 it is refused by
-default. Model files are written and read by ``model.save`` / ``TD3.load``, which use no pickle at all.
+reads plain data (builtin containers and scalars, NumPy arrays) and, only with ``allow_pickle=True``, anything
+else: unpickling arbitrary objects runs code from the file, so unlike SB3 it is refused by default. Model files
+are written and read by ``model.save`` / ``TD3.load``, which use no pickle at all.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import IO, Any
 
 import cloudpickle
 
-from rlkit_td3.file_reader import unpickle
+from rlkit_td3.file_reader import unpickle, unpickle_plain_data
 from rlkit_td3.serialization import require_bool
 
 _MODES = {"w": "w", "write": "w", "r": "r", "read": "r"}
@@ -81,37 +82,37 @@ def open_path(
 
 
 def save_to_pkl(path: str | os.PathLike[str] | IO[bytes], obj: Any, verbose: int = 0) -> None:
-    """Pickle ``obj`` (with cloudpickle, as SB3) to ``path`` (``.pkl`` added to a path without a suffix)."""
-    stream = open_path(path, "w", verbose=verbose, suffix="pkl")
-    try:
+    """Pickle ``obj`` (with cloudpickle, as SB3) to ``path`` (``.pkl`` added to a path without a suffix).
+
+    A stream passed as ``path`` is closed afterwards, as SB3's ``save_to_pkl`` does.
+    """
+    with open_path(path, "w", verbose=verbose, suffix="pkl") as stream:
         cloudpickle.dump(obj, stream, protocol=pickle.HIGHEST_PROTOCOL)
-    finally:
-        if stream is not path:
-            stream.close()
 
 
 def load_from_pkl(path: str | os.PathLike[str] | IO[bytes], verbose: int = 0, allow_pickle: bool = False) -> Any:
-    """Unpickle the object in ``path`` (``path.pkl`` is tried if ``path`` is missing).
+    """The object pickled in ``path`` (``path.pkl`` is tried if ``path`` is missing); a stream is closed afterwards.
+
+    Without ``allow_pickle`` only plain data is read: ``None``, bools, numbers, strings, bytes, lists, tuples,
+    dicts, sets, ``OrderedDict``, ``deque`` and NumPy arrays, which builds no object that could run code (SB3
+    unpickles anything). Other objects (classes, functions, cloudpickled lambdas) need ``allow_pickle=True``.
 
     Args:
         path: a path or an open binary stream.
         verbose: 2 warns when the suffix is tried.
-        allow_pickle: must be True: unpickling can run arbitrary code from the file, so only for files you trust
-            (SB3 unpickles without asking).
+        allow_pickle: unpickle anything: unpickling can run arbitrary code from the file, so only for files you
+            trust. A real ``bool``.
 
     Raises:
-        ValueError: ``allow_pickle`` is not True.
+        TypeError: ``allow_pickle`` is not a bool.
+        ModelFileError: (a ``ValueError``) the pickle is unreadable, or names a global that plain data does not
+            allow (the message names it) and ``allow_pickle`` is False.
     """
-    if not require_bool("allow_pickle", allow_pickle):
-        raise ValueError(
-            "load_from_pkl unpickles, which can run code from the file: pass allow_pickle=True for a file you trust"
-        )
-    stream = open_path(path, "r", verbose=verbose, suffix="pkl")
-    try:
-        return unpickle(stream, f"{path!r}", allow_pickle=True)  # the caller opted in
-    finally:
-        if stream is not path:
-            stream.close()
+    allow_pickle = require_bool("allow_pickle", allow_pickle)
+    with open_path(path, "r", verbose=verbose, suffix="pkl") as stream:
+        if allow_pickle:
+            return unpickle(stream, f"{path!r}", allow_pickle=True)  # the caller opted in
+        return unpickle_plain_data(stream, f"{path!r}")
 
 
 __all__ = ["load_from_pkl", "open_path", "save_to_pkl"]

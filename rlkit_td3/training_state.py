@@ -177,20 +177,26 @@ class RunState:
 
 
 class _NoiseState:
-    """The model's exploration noise under ``action_noise`` (the noise's own protocol; ``None`` without one)."""
+    """The model's exploration noise under ``action_noise`` (the noise's own protocol; ``None`` without one).
 
-    def __init__(self, model: Any) -> None:
+    A state saved with another number of envs than the model's (``load(env=...)`` with more or fewer envs) is
+    not restored: every episode restarts there (see `rlkit_td3.env_state.EnvRecords`), with a fresh noise.
+    """
+
+    def __init__(self, model: Any, saved_n_envs: int | None = None) -> None:
         self.model = model
+        self.other_n_envs = saved_n_envs is not None and saved_n_envs != model.n_envs
 
     def state_dict(self) -> Any:
         noise = self.model.action_noise
         return None if noise is None else noise.state_dict()
 
     def check_state(self, state: Any) -> None:
-        check_noise_state("training_state.action_noise", state, self.model.action_noise)
+        if not self.other_n_envs:
+            check_noise_state("training_state.action_noise", state, self.model.action_noise)
 
     def load_state_dict(self, state: Any) -> None:
-        if self.model.action_noise is not None and state is not None:
+        if self.model.action_noise is not None and state is not None and not self.other_n_envs:
             self.model.action_noise.load_state_dict(state)
 
 
@@ -218,11 +224,15 @@ class TrainingState:
     Args:
         model: the model (an ``OffPolicyAlgorithm``).
         saved_n_envs: the number of envs the state was saved with (default: the model's).
+        force_reset: ``False`` keeps the envs as they stand (see `rlkit_td3.env_state.EnvRecords`).
     """
 
-    def __init__(self, model: Any, saved_n_envs: int | None = None) -> None:
-        self.flat: list[Any] = [RunState(model), FusedUpdateState(model), EnvRecords(model, saved_n_envs)]
-        self.nested: dict[str, Any] = {"action_noise": _NoiseState(model), "schedules": ScheduleStates(model)}
+    def __init__(self, model: Any, saved_n_envs: int | None = None, force_reset: bool = True) -> None:
+        self.flat: list[Any] = [RunState(model), FusedUpdateState(model), EnvRecords(model, saved_n_envs, force_reset)]
+        self.nested: dict[str, Any] = {
+            "action_noise": _NoiseState(model, saved_n_envs),
+            "schedules": ScheduleStates(model),
+        }
 
     def state_dict(self) -> dict[str, Any]:
         """Every part's state, in one flat dict of JSON values and tensors."""

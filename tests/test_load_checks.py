@@ -380,16 +380,17 @@ def test_print_system_info_prints_saved_and_current_versions(tmp_path, genuine, 
     assert capsys.readouterr().out == ""
 
 
-def test_a_loaded_model_resets_its_envs_before_the_next_step_whatever_force_reset_says(tmp_path):
-    # SB3's force_reset=True makes the next learn() start from a reset. Here every loaded model does so (at an
-    # episode boundary this is the reset the saved run would do next, which keeps exact resume), so the switch
-    # is accepted (a real bool) and changes nothing.
+def test_force_reset_true_resets_the_envs_before_the_next_step_and_false_keeps_the_last_observation(tmp_path):
+    # force_reset=True (the default): no last observation is kept (as SB3's), every env is due for a reset before
+    # the next step (at an episode boundary the reset the saved run would do next, which keeps exact resume).
+    # force_reset=False: the env given stands where the saved run left it, the saved last observation goes on.
     model = TD3("MlpPolicy", "Pendulum-v1", **TINY).learn(30)
     path = tmp_path / "m.zip"
     model.save(path)
-    for force_reset in (True, False):
-        loaded = TD3.load(path, env=gym.make("Pendulum-v1"), force_reset=force_reset)
-        assert loaded._needs_reset.all()
+    loaded = TD3.load(path, env=gym.make("Pendulum-v1"), force_reset=True)
+    assert loaded._last_obs is None and loaded._needs_reset.all()
+    kept = TD3.load(path, env=model.get_env(), force_reset=False)
+    assert np.array_equal(kept._last_obs, model._last_obs) and not kept._needs_reset.any()
 
 
 def test_an_override_that_makes_file_values_valid_is_not_needed_by_the_file_check(tmp_path):

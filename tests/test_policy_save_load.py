@@ -227,3 +227,49 @@ def test_fuzzed_policy_files_load_or_raise_model_file_error(saved):
             outcomes["loaded"] += 1
     print(f"policy fuzz: {n_cases} cases, {outcomes}")
     assert outcomes["refused"] >= 0.8 * n_cases, outcomes
+
+
+def test_actor_predicts_saves_and_loads_on_its_own(model, tmp_path):
+    """SB3's ``policy.actor.predict`` / ``actor.save`` / ``Actor.load``: the policy's actions, from an actor file."""
+    from rlkit_td3.policies import Actor
+
+    policy = model.policy
+    actions, state = policy.actor.predict(OBS, state="s", deterministic=True)
+    assert state == "s" and np.array_equal(actions, policy.predict(OBS)[0])
+    assert np.array_equal(policy.actor.predict(OBS[0])[0], policy.predict(OBS[0])[0])  # one observation
+    path = tmp_path / "actor.zip"
+    policy.actor.save(path)
+    with zipfile.ZipFile(path) as archive:
+        stored = torch.load(io.BytesIO(archive.read("policy.pth")), weights_only=True)
+        assert json.loads(archive.read("metadata.json"))["content"] == "actor"
+    assert stored and all(name.startswith("actor.") for name in stored)  # no critic in an actor file
+    loaded = Actor.load(path)
+    assert isinstance(loaded, Actor)
+    assert np.array_equal(loaded.predict(OBS)[0], actions)  # the saved actor's actions, env units
+    for name, tensor in policy.actor.state_dict().items():
+        assert torch.equal(tensor, loaded.state_dict()[name])
+    with pytest.raises(ModelFileError, match="holds an actor, not a policy: load it with Actor.load"):
+        TD3Policy.load(path)
+    policy.save(tmp_path / "policy.zip")
+    with pytest.raises(ModelFileError, match="holds a policy, not an actor: load it with TD3Policy.load"):
+        Actor.load(tmp_path / "policy.zip")
+    with pytest.raises(ValueError, match="actor_target.save"):
+        policy.actor_target.save(tmp_path / "target.zip")
+
+
+def test_actor_file_declaring_huge_critics_builds_none(saved, tmp_path):
+    """An actor file holds no critic: whatever critics it declares, the loaded actor's policy has the smallest."""
+    from rlkit_td3.policies import Actor
+
+    policy = TD3Policy.load(saved)
+    path = tmp_path / "actor.zip"
+    policy.actor.save(path)
+
+    def huge_critics(metadata):
+        metadata["policy"]["kwargs"]["net_arch"] = {"pi": [16, 8], "qf": [2**20, 2**20]}
+        metadata["policy"]["kwargs"]["n_critics"] = 1000
+
+    loaded = Actor.load(_rewrite(path, edit_metadata=huge_critics))
+    assert loaded._policy.n_critics == 1 and sum(p.numel() for p in loaded._policy.critic.parameters()) < 100
+    with pytest.raises(ModelFileError, match="actor.mu.0.weight"):  # the actor's tensors are checked
+        Actor.load(_rewrite(path, edit_state=lambda state: state.update({"actor.mu.0.weight": torch.zeros(3, 3)})))

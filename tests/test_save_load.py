@@ -118,3 +118,102 @@ def test_save_is_atomic_no_temp_files_left(tmp_path, trained):
     model.save(tmp_path / "again.zip")
     model.save(tmp_path / "again.zip")
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+
+
+@pytest.mark.parametrize("cls", [TD3, DDPG])
+def test_save_exclude_leaves_hyperparameters_to_the_defaults(tmp_path, cls):
+    """SB3's ``save(path, exclude=, include=)``: excluded hyperparameters load as the constructor's defaults."""
+    model = cls("MlpPolicy", "Pendulum-v1", verbose=2, tau=0.01, learning_rate=3e-4, policy_kwargs={"net_arch": [8]})
+    path = tmp_path / "m.zip"
+    model.save(path, exclude=["verbose", "tau", "learning_rate", "env", "replay_buffer"])
+    with zipfile.ZipFile(path) as archive:
+        metadata = json.loads(archive.read("metadata.json"))
+    assert metadata["excluded"] == ["learning_rate", "tau", "verbose"]
+    assert "verbose" not in metadata["hyperparameters"] and "learning_rate" not in metadata["schedules"]
+    loaded = cls.load(path)
+    assert (loaded.verbose, loaded.tau, loaded.learning_rate(1.0)) == (0, 0.005, 1e-3)
+    assert loaded.gamma == model.gamma
+    for key, value in model.policy.state_dict().items():
+        assert torch.equal(value, loaded.policy.state_dict()[key])
+    model.save(path, exclude=["verbose"], include=["verbose"])  # include wins, as in SB3
+    assert cls.load(path).verbose == 2
+
+
+def test_save_include_replay_buffer_stores_the_buffer(tmp_path):
+    model = TD3("MlpPolicy", "Pendulum-v1", **SMALL).learn(150)
+    model.save(tmp_path / "m.zip", include=["replay_buffer"])
+    assert TD3.load(tmp_path / "m.zip").replay_buffer.size() == 150
+
+
+def test_save_exclude_include_refuse_bad_names(tmp_path):
+    model = DDPG("MlpPolicy", "Pendulum-v1", policy_kwargs={"net_arch": [8]})
+    with pytest.raises(ValueError, match="exclude: 'buffer_size' cannot be left out.*'verbose'"):
+        model.save(tmp_path / "m.zip", exclude=["buffer_size"])
+    with pytest.raises(ValueError, match="exclude: 'policy_delay'"):  # DDPG fixes it
+        model.save(tmp_path / "m.zip", exclude=["policy_delay"])
+    with pytest.raises(ValueError, match="include: 'env' cannot be stored"):
+        model.save(tmp_path / "m.zip", include=["env"])
+    with pytest.raises(TypeError, match="exclude must be a list"):
+        model.save(tmp_path / "m.zip", exclude="verbose")
+    with pytest.raises(TypeError, match="include must hold attribute names"):
+        model.save(tmp_path / "m.zip", include=[1])
+    assert not (tmp_path / "m.zip").exists()
+
+
+def test_load_refuses_a_file_excluding_what_it_cannot(tmp_path):
+    model = TD3("MlpPolicy", "Pendulum-v1", policy_kwargs={"net_arch": [8]})
+    model.save(tmp_path / "m.zip", exclude=["verbose"])
+    with zipfile.ZipFile(tmp_path / "m.zip") as archive:
+        entries = {name: archive.read(name) for name in archive.namelist()}
+    metadata = json.loads(entries["metadata.json"])
+    metadata["excluded"] = ["buffer_size"]
+    entries["metadata.json"] = json.dumps(metadata).encode()
+    with zipfile.ZipFile(tmp_path / "bad.zip", "w") as archive:
+        for name, data in entries.items():
+            archive.writestr(name, data)
+    with pytest.raises(ModelFileError, match="excluded names 'buffer_size'"):
+        TD3.load(tmp_path / "bad.zip")
+
+
+class _CountResets(gym.Wrapper):
+    def __init__(self, env):
+        super().__init__(env)
+        self.resets = 0
+
+    def reset(self, **kwargs):
+        self.resets += 1
+        return super().reset(**kwargs)
+
+
+def test_load_force_reset_false_goes_on_from_the_envs_as_they_stand(tmp_path):
+    """SB3's ``load(path, env=the same env, force_reset=False)``: no reset, the saved last observation goes on."""
+    counted = _CountResets(gym.make("Pendulum-v1"))
+    model = TD3("MlpPolicy", counted, learning_starts=50, train_freq=4, policy_kwargs={"net_arch": [8]}, seed=1)
+    model.learn(64)
+    last_obs, resets = model._last_obs.copy(), counted.resets
+    env = model.get_env()
+    model.save(tmp_path / "m.zip")
+    loaded = TD3.load(tmp_path / "m.zip", env=env, force_reset=False)
+    assert np.array_equal(loaded._last_obs, last_obs)
+    loaded.learn(8, reset_num_timesteps=False)
+    assert counted.resets == resets  # the episode in flight went on (Pendulum's run 200 steps)
+    assert loaded.num_timesteps == 72
+    assert np.array_equal(loaded.replay_buffer.observations[0], last_obs[0])  # the first new row starts there
+    # force_reset=True (the default): no last observation is kept, the next learn starts from a reset
+    again = TD3.load(tmp_path / "m.zip", env=env)
+    assert again._last_obs is None
+    again.learn(8, reset_num_timesteps=False)
+    assert counted.resets == resets + 2  # the reset at load (envs brought to the saved state), then the episode's
+    assert again.num_timesteps == 72
+
+
+def test_load_onto_more_envs_restarts_with_a_fresh_noise(tmp_path):
+    """A file saved on one env loads onto two: the saved noise state (one env's) is not restored, training goes on."""
+    model = TD3("MlpPolicy", "Pendulum-v1", learning_starts=20, policy_kwargs={"net_arch": [8]}, seed=0).learn(30)
+    assert model.action_noise is not None
+    model.save(tmp_path / "m.zip")
+    two = gym.vector.SyncVectorEnv([lambda: gym.make("Pendulum-v1")] * 2)
+    loaded = TD3.load(tmp_path / "m.zip", env=two)
+    assert loaded.n_envs == 2 and loaded._last_obs is None
+    loaded.learn(10, reset_num_timesteps=False)
+    assert loaded.num_timesteps == 40

@@ -386,14 +386,96 @@ def test_open_path_as_sb3(tmp_path):
         open_path(buffer, "r")
 
 
-def test_pickles_load_only_with_allow_pickle(tmp_path):
+_CALLS: list = []
+
+
+def _record(what):
+    _CALLS.append(what)
+
+
+class _Recorder:
+    """Unpickling one of these calls ``_record``: what a hostile pickle could do instead."""
+
+    def __reduce__(self):
+        return (_record, ("ran",))
+
+
+def test_pickles_of_objects_load_only_with_allow_pickle(tmp_path):
     from rlkit_td3.save_util import load_from_pkl, save_to_pkl
 
-    save_to_pkl(tmp_path / "obj", {"a": [1, 2]})
+    save_to_pkl(tmp_path / "obj", _Recorder())
     assert (tmp_path / "obj.pkl").is_file()
-    with pytest.raises(ValueError, match="allow_pickle=True"):
+    with pytest.raises(ValueError, match=r"needs .*_record.*allow_pickle=True"):
         load_from_pkl(tmp_path / "obj")
-    assert load_from_pkl(tmp_path / "obj", allow_pickle=True) == {"a": [1, 2]}
+    assert _CALLS == []  # refused before anything ran
+    load_from_pkl(tmp_path / "obj", allow_pickle=True)
+    assert _CALLS == ["ran"]
+    save_to_pkl(tmp_path / "fn", lambda x: 2 * x)  # cloudpickle, as SB3
+    with pytest.raises(ValueError, match="cloudpickle"):
+        load_from_pkl(tmp_path / "fn")
+    assert load_from_pkl(tmp_path / "fn", allow_pickle=True)(4) == 8
+    with pytest.raises(TypeError, match="allow_pickle"):
+        load_from_pkl(tmp_path / "fn", allow_pickle="yes")
+
+
+@pytest.mark.parametrize("protocol", [0, 2, 4, 5])
+def test_plain_data_pickles_load_without_allow_pickle(tmp_path, protocol):
+    import collections
+    import pickle
+
+    from rlkit_td3.save_util import load_from_pkl, open_path, save_to_pkl
+
+    data = {
+        "list": [1, 2.5, None, True, "s", b"b"],
+        "set": {1, 2},
+        "frozen": frozenset({3}),
+        "complex": 1 + 2j,
+        "ordered": collections.OrderedDict(a=1),
+        "deque": collections.deque([1, 2], maxlen=3),
+        "bytearray": bytearray(b"xy"),
+        "array": np.arange(6, dtype=np.float32).reshape(2, 3),
+        "objects": np.array([1, "a"], dtype=object),
+        "scalar": np.float64(0.5),
+    }
+    with open(tmp_path / "data.pkl", "wb") as fh:
+        pickle.dump(data, fh, protocol=protocol)
+    back = load_from_pkl(tmp_path / "data")  # the suffix is tried, as SB3's
+    assert back.keys() == data.keys()
+    for key, value in data.items():
+        if isinstance(value, np.ndarray):
+            assert back[key].dtype == value.dtype and np.array_equal(back[key], value)
+        else:
+            assert back[key] == value and type(back[key]) is type(value)
+    with open_path(tmp_path / "t1", "w") as stream:  # a stream handed in is closed afterwards, as SB3's
+        save_to_pkl(stream, "foo")
+        assert stream.closed
+    reader = open_path(tmp_path / "t1", "r")
+    assert load_from_pkl(reader) == "foo" and reader.closed
+
+
+class _Reduced:
+    """Pickles as ``function(*args)``: a hand-made pickle naming only allowed globals."""
+
+    def __init__(self, function, *args):
+        self.reduced = (function, args)
+
+    def __reduce__(self):
+        return self.reduced
+
+
+def test_plain_data_pickles_cannot_allocate_what_the_file_does_not_hold(tmp_path):
+    import pickle
+
+    from rlkit_td3.save_util import load_from_pkl
+
+    reconstruct = np.ndarray.__reduce__(np.zeros(1))[0]  # NumPy's own _reconstruct
+    for bomb, message in (
+        (_Reduced(bytearray, 2**40), "bytearray of int"),
+        (_Reduced(reconstruct, np.ndarray, (2**40,), b"b"), "must start empty"),
+    ):
+        raw = pickle.dumps(bomb)
+        with pytest.raises(ValueError, match=message):
+            load_from_pkl(io.BytesIO(raw))
 
 
 def test_set_env_takes_force_reset():

@@ -201,8 +201,37 @@ def test_dummy_vec_env_rejects_bad_input():
         DummyVecEnv([make_counter]).set_options([{}, {}])
     venv = DummyVecEnv(counter_pair())
     venv.reset()
-    with pytest.raises(ValueError, match=r"one action per env \(2\), got ndarray of length 3"):
-        venv.step(np.zeros((3, 1), np.float32))
+    with pytest.raises(ValueError, match=r"one action per env \(2\), got ndarray of length 1"):
+        venv.step(np.zeros((1, 1), np.float32))
+    # more rows than envs: the first ones are used, as SB3's vec envs do, and the caller is warned
+    stepped = DummyVecEnv(counter_pair())
+    stepped.reset()
+    with pytest.warns(UserWarning, match="got 3 actions for 2 env"):
+        obs, *_ = venv.step(np.array([[0.5], [-0.5], [9.0]], np.float32))
+    assert np.array_equal(obs, stepped.step(np.array([[0.5], [-0.5]], np.float32))[0])
+
+
+def test_one_env_takes_one_unbatched_action():
+    """``env.step(env.action_space.sample())`` on one env: the whole action reaches the env, not its first row."""
+    seen = []
+
+    class Recorder(gym.Env):
+        observation_space = gym.spaces.Box(-1, 1, (1,))
+        action_space = gym.spaces.Box(-1, 1, (3, 2))
+
+        def reset(self, *, seed=None, options=None):
+            return np.zeros(1, np.float32), {}
+
+        def step(self, action):
+            seen.append(np.array(action))
+            return np.zeros(1, np.float32), 0.0, False, False, {}
+
+    venv = DummyVecEnv([Recorder])
+    venv.reset()
+    action = np.arange(6, dtype=np.float32).reshape(3, 2)
+    venv.step(action)  # unbatched
+    venv.step(action[None])  # batched
+    assert len(seen) == 2 and all(np.array_equal(a, action) for a in seen)
 
 
 def test_dummy_vec_env_dict_observations():

@@ -5,6 +5,7 @@ observation preprocessing in front of them; ``net_arch`` parsing.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -13,6 +14,8 @@ import torch
 from gymnasium import spaces
 from torch import nn
 
+from rlkit_td3.checks import check_bool
+from rlkit_td3.policies.registry import POLICY_ALIASES
 from rlkit_td3.preprocessing import is_image_space, preprocess_obs
 
 DEFAULT_NET_ARCH = [400, 300]
@@ -125,6 +128,44 @@ class Actor(nn.Module):
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         return self.mu(self.features_extractor(self.preprocess(obs)))
+
+    # SB3's actor is a policy of its own: predict, save and load act through the policy that built this actor
+    def _owner(self) -> Any:
+        owner = self.__dict__.get("_policy")
+        if owner is None:
+            raise RuntimeError("this Actor belongs to no policy (built on its own): use a TD3Policy's actor")
+        return owner
+
+    def predict(
+        self, observation: Any, state: Any = None, episode_start: Any = None, deterministic: bool = False
+    ) -> tuple[np.ndarray, Any]:
+        """Actions in env units from this actor, as SB3's ``actor.predict``: the policy's observation handling
+        (one observation or a batch, ``normalize_obs``) and action unscaling around this network. The actor is
+        deterministic whatever ``deterministic`` is; ``state`` is returned unchanged.
+
+        Raises:
+            ValueError: the observation's shape matches neither one observation nor a batch.
+        """
+        check_bool("deterministic", deterministic)
+        policy = self._owner()
+        self.train(False)
+        obs, vectorized = policy.obs_to_tensor(observation)
+        with torch.no_grad():
+            scaled = self(policy.normalize_observations(obs)).cpu().numpy()
+        actions = policy.unscale_action(scaled.reshape(len(scaled), *policy.action_space.shape))
+        return (actions if vectorized else actions[0]), state
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Save this actor with its policy's spaces and settings (``metadata.json`` and ``policy.pth`` holding the
+        actor's tensors and, with ``normalize_obs``, the observation statistics; no pickle), atomically; `load()`
+        reads it back. The policy's own actor is saved, as SB3's ``actor.save``."""
+        self._owner()._write_actor_file(path, self)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str], device: torch.device | str = "auto") -> Actor:
+        """An actor saved by `save()`, checked as a policy file is (``TD3Policy.load_actor``): its ``predict``
+        gives the saved actor's actions."""
+        return POLICY_ALIASES["MlpPolicy"].load_actor(path, device)
 
 
 class CriticEnsemble(nn.Module):

@@ -121,12 +121,14 @@ def check_state_shapes(
     kwargs: dict[str, Any],
     state: Any,
     exact: bool = True,
+    only: tuple[str, ...] | None = None,
 ) -> None:
     """Refuse stored tensors that are not exactly those of the declared architecture, before building it.
 
     Without this a forged ``net_arch`` (or extractor size) could make loading allocate huge networks.
     Registered subclasses may add networks of their own: for them (``exact=False``) the check covers the
-    `TD3Policy` part, and ``load_state_dict`` (strict) the rest.
+    `TD3Policy` part, and ``load_state_dict`` (strict) the rest. ``only`` (name prefixes, e.g. an actor file's
+    ``("actor.", "obs_normalizer.")``) restricts the expected tensors to those.
     """
     if not isinstance(state, dict) or not all(isinstance(t, torch.Tensor) for t in state.values()):
         raise ModelFileError("the policy entry is not a state dict of tensors")
@@ -169,6 +171,8 @@ def check_state_shapes(
     if normalize_obs and isinstance(observation_space, spaces.Box):  # the statistics: mean, var, count
         shape = tuple(observation_space.shape)
         expected.update({"obs_normalizer.mean": shape, "obs_normalizer.var": shape, "obs_normalizer.count": ()})
+    if only is not None:
+        expected = {name: shape for name, shape in expected.items() if name.startswith(only)}
     stored = {name: tuple(tensor.shape) for name, tensor in state.items()}
     if exact and set(stored) != set(expected):
         missing, extra = _few(set(expected) - set(stored)), _few(set(stored) - set(expected))

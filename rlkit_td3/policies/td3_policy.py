@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import copy
 import os
-import platform
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +28,6 @@ from torch import nn
 
 from rlkit_td3.checks import check_bool
 from rlkit_td3.export import export
-from rlkit_td3.policies.declared_size import network_byte_limits
 from rlkit_td3.policies.networks import (  # noqa: F401  (ScaleImages, PreprocessDict, _FlattenBatch: importable here as before)
     DEFAULT_NET_ARCH,
     Actor,
@@ -42,6 +39,12 @@ from rlkit_td3.policies.networks import (  # noqa: F401  (ScaleImages, Preproces
     parse_net_arch,
 )
 from rlkit_td3.policies.obs_normalizer import ObsNormalizer
+from rlkit_td3.policies.policy_file import (  # noqa: F401  (POLICY_CONTENT: importable here as before)
+    ACTOR_CONTENT,
+    POLICY_CONTENT,
+    read_policy_file,
+    write_policy_file,
+)
 from rlkit_td3.policies.registry import POLICY_ALIASES
 from rlkit_td3.policies.state_shapes import (
     _check_observation_space,
@@ -52,26 +55,15 @@ from rlkit_td3.policies.state_shapes import (
 )
 from rlkit_td3.preprocessing import is_image_space
 from rlkit_td3.serialization import (
-    FORMAT_NAME,
-    FORMAT_VERSION,
     ModelFileError,
-    class_from_name,
-    class_to_name,
-    read_model_zip,
-    space_from_dict,
-    space_to_dict,
-    write_model_zip,
 )
-from rlkit_td3.state_checks import ACTIVATIONS, OPTIMIZERS, check_optimizer_state, check_policy_state
+from rlkit_td3.state_checks import check_optimizer_state, check_policy_state
 from rlkit_td3.torch_layers import (
-    FEATURES_EXTRACTORS,
     BaseFeaturesExtractor,
     CombinedExtractor,
     FlattenExtractor,
     NatureCNN,
 )
-from rlkit_td3.validators import allowed_class
-from rlkit_td3.version import __version__
 
 
 def python_scalars(value: Any) -> Any:
@@ -239,6 +231,8 @@ class TD3Policy(nn.Module):
         self.critic_target = copy.deepcopy(self.critic)
         if self.share_features_extractor:  # the target critic reads the target actor's extractor
             object.__setattr__(self.critic_target, "shared_features_extractor", self.actor_target.features_extractor)
+        for actor in (self.actor, self.actor_target):  # what actor.predict / actor.save act through, as in SB3
+            object.__setattr__(actor, "_policy", self)
         for target in (self.actor_target, self.critic_target):
             target.requires_grad_(False)
             target.train(False)  # as in SB3: batch norm or dropout in a target runs in evaluation mode
@@ -549,11 +543,13 @@ class TD3Policy(nn.Module):
         policy_kwargs: dict[str, Any],
         state: Any,
         model_file: bool = True,
+        only: tuple[str, ...] | None = None,
     ) -> None:
         """Refuse a saved state dict that is not that of the networks ``policy_kwargs`` declare, before building
         them (nothing is allocated). A model file's (``model_file``): a plain ``MlpPolicy`` by its parameter
         count, the other built-in policies by every tensor's shape, a registered subclass by strict loading
-        once built; a policy file's: every tensor's shape (`rlkit_td3.policies.state_shapes.check_state_shapes`).
+        once built; a policy file's: every tensor's shape (`rlkit_td3.policies.state_shapes.check_state_shapes`),
+        or those whose names start with ``only`` (an actor file's).
         """
         beyond_mlp = {"features_extractor_class", "features_extractor_kwargs", "share_features_extractor"}
         beyond_mlp |= {"critic_layer_norm", "normalize_obs"}
@@ -561,7 +557,7 @@ class TD3Policy(nn.Module):
         if model_file and cls is TD3Policy and not beyond_mlp & set(policy_kwargs):
             check_mlp_state_size(observation_space, action_space, policy_kwargs, state)
         elif built_in or not model_file:
-            check_state_shapes(cls, observation_space, action_space, policy_kwargs, state, exact=built_in)
+            check_state_shapes(cls, observation_space, action_space, policy_kwargs, state, exact=built_in, only=only)
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Save the policy alone (networks, spaces and constructor arguments, no optimizer state) to one
@@ -574,43 +570,15 @@ class TD3Policy(nn.Module):
             TypeError: a user-defined activation or optimizer class that is not a ``torch.nn`` /
                 ``torch.optim`` class is refused (a policy file never names code to import).
         """
-        kwargs = self.constructor_kwargs()
-        if "features_extractor_class" in kwargs:
-            extractor = kwargs["features_extractor_class"]
-            name = class_to_name(extractor, FEATURES_EXTRACTORS)
-            if name not in FEATURES_EXTRACTORS:
-                raise TypeError(
-                    f"features_extractor_class={extractor!r} is not a built-in extractor "
-                    f"({sorted(FEATURES_EXTRACTORS)}); policy files name only those"
-                )
-            kwargs["features_extractor_class"] = name
-        for key in ("activation_fn", "optimizer_class"):
-            name = class_to_name(kwargs[key])
-            if ":" in name:
-                raise TypeError(
-                    f"{key}={kwargs[key]!r} is not a torch.nn / torch.optim class; policy files name only those"
-                )
-            kwargs[key] = name
-        kwargs["actor_learning_rate"] = float(self.actor_optimizer.param_groups[0]["lr"])
-        kwargs["critic_learning_rate"] = float(self.critic_optimizer.param_groups[0]["lr"])
-        metadata = {
-            "format": FORMAT_NAME,
-            "format_version": FORMAT_VERSION,
-            "library_version": __version__,
-            "algorithm": type(self).__name__,
-            "content": POLICY_CONTENT,
-            "policy": {"class": class_to_name(type(self), POLICY_ALIASES), "kwargs": kwargs},
-            "observation_space": space_to_dict(self.observation_space),
-            "action_space": space_to_dict(self.action_space),
-            "system": {
-                "python": sys.version.split()[0],
-                "platform": platform.platform(),
-                "torch": torch.__version__,
-                "numpy": np.__version__,
-            },
-        }
-        state = {name: tensor.detach().cpu() for name, tensor in self.state_dict().items()}
-        write_model_zip(path, metadata, {"policy": state})
+        write_policy_file(self, path)
+
+    def _write_actor_file(self, path: str | os.PathLike[str], actor: Actor) -> None:
+        """``actor.save(path)``: the file of this policy's actor (its target actor saves as the actor would)."""
+        if actor is not self.actor and actor is not self.actor_target:
+            raise ValueError("the actor to save is not this policy's")
+        if actor is self.actor_target:
+            raise ValueError("actor_target.save(): save the policy's actor (policy.actor), whose weights a file holds")
+        write_policy_file(self, path, content=ACTOR_CONTENT)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], device: torch.device | str = "auto") -> TD3Policy:
@@ -626,39 +594,21 @@ class TD3Policy(nn.Module):
             device: where to put the networks (``"auto"``: CUDA when available).
 
         Raises:
-            ModelFileError: (a ``ValueError``) the file is unreadable, is a whole model rather than a policy,
-                names an unknown class, or its tensors do not match its declared architecture.
+            ModelFileError: (a ``ValueError``) the file is unreadable, is a whole model or an actor rather than a
+                policy, names an unknown class, or its tensors do not match its declared architecture.
         """
         from rlkit_td3.utils import get_device
-        from rlkit_td3.vec_env.training_env import check_action_space
 
-        metadata, tensors, _, _ = read_model_zip(path, entry_limits=network_byte_limits, entries=("policy.pth",))
-        try:
-            if metadata.get("content") != POLICY_CONTENT:
-                raise ModelFileError(
-                    f"it holds a whole {metadata.get('algorithm')} model, not a policy: load it with "
-                    f"{metadata.get('algorithm')}.load(path) and use model.policy"
-                )
-            policy_cls = _policy_class_from_file(cls, metadata["policy"]["class"])
-            kwargs = dict(metadata["policy"]["kwargs"])
-            # the allow-lists of TD3.load: a file never names an arbitrary torch class
-            kwargs["activation_fn"] = allowed_class(kwargs["activation_fn"], ACTIVATIONS, "activation_fn")
-            kwargs["optimizer_class"] = allowed_class(kwargs["optimizer_class"], OPTIMIZERS, "optimizer_class")
-            if "features_extractor_class" in kwargs:
-                kwargs["features_extractor_class"] = allowed_class(
-                    kwargs["features_extractor_class"], FEATURES_EXTRACTORS, "features_extractor_class"
-                )
-            observation_space = space_from_dict(metadata["observation_space"])
-            action_space = check_action_space(space_from_dict(metadata["action_space"]))
-            state = tensors.get("policy")
-            policy_cls.check_saved_state(observation_space, action_space, kwargs, state, model_file=False)
-            policy = policy_cls(observation_space, action_space, **kwargs)
-            policy.load_state_dict(state, entry="policy.pth")  # TD3.load's check: keys, shapes, dtypes, finite
-        except ModelFileError as exc:
-            raise ModelFileError(f"{path}: {exc}") from exc
-        except Exception as exc:  # noqa: BLE001  (whatever the file's content breaks is the file's fault)
-            raise ModelFileError(f"{path}: malformed policy file ({type(exc).__name__}: {exc})") from exc
-        return policy.to(get_device(device))
+        return read_policy_file(cls, path).to(get_device(device))
+
+    @classmethod
+    def load_actor(cls, path: str | os.PathLike[str], device: torch.device | str = "auto") -> Actor:
+        """The actor in a file written by ``policy.actor.save()`` (what ``Actor.load`` returns), checked as
+        `load()` checks a policy file. Its ``predict`` is that of the saved actor; it belongs to a policy built
+        from the file's settings (its critics fresh and minimal: the file holds none)."""
+        from rlkit_td3.utils import get_device
+
+        return read_policy_file(cls, path, content=ACTOR_CONTENT).to(get_device(device)).actor
 
     def export(self, path: str | os.PathLike[str], format: str = "torchscript", **kwargs: Any) -> Path:
         """Export the actor, with the action unscaling (and optional observation normalisation) in the
@@ -683,16 +633,3 @@ POLICY_ALIASES.update(MlpPolicy=TD3Policy, CnnPolicy=CnnPolicy, MultiInputPolicy
 
 OPTIMIZER_NAMES = ("actor_optimizer", "critic_optimizer")
 """The policy's optimizers, by attribute name (`TD3Policy.optimizer_state_dict()`)."""
-
-POLICY_CONTENT = "policy"
-"""``metadata["content"]`` of a file written by `TD3Policy.save()` (whole-model files have none)."""
-
-
-def _policy_class_from_file(cls: type[TD3Policy], name: Any) -> type[TD3Policy]:
-    """The policy class a file names: a registered alias, or ``cls`` itself when the file names it."""
-    if isinstance(name, str) and name == class_to_name(cls, POLICY_ALIASES):
-        return cls
-    found = class_from_name(name, POLICY_ALIASES, "policy")
-    if not issubclass(found, cls):
-        raise ModelFileError(f"the file holds a {found.__name__}, which is not a {cls.__name__}")
-    return found

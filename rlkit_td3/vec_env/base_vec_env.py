@@ -217,17 +217,38 @@ class VecEnv(ABC):
             return f"{type(self).__module__}.{type(self).__name__}"
         return None
 
-    def _check_actions(self, actions: Any) -> None:
-        """Refuse a batch of actions that does not hold one action per env."""
+    def _check_actions(self, actions: Any) -> Any:
+        """The batch of actions to step, one per env; refuse one with fewer.
+
+        - One env given one unbatched action (shape ``action_space.shape``, e.g. ``env.action_space.sample()``)
+          steps with that action (SB3's ``DummyVecEnv`` would pass its first row instead).
+        - More rows than envs: the first ``num_envs`` are used, as SB3's vec envs do, with a ``UserWarning``
+          naming how many rows were left out (a batch of the wrong size is usually a bug).
+
+        Raises:
+            ValueError: fewer actions than envs, or an object without a length.
+        """
         try:
             count = len(actions)
         except TypeError:
             count = None
+        shape = getattr(self.action_space, "shape", None)
+        if self.num_envs == 1 and shape and count != 1 and np.shape(actions) == tuple(shape):
+            return np.asarray(actions)[None]  # one env, one unbatched action
+        if count is not None and count > self.num_envs:
+            warnings.warn(
+                f"step() got {count} actions for {self.num_envs} env(s); the first {self.num_envs} are used and "
+                f"{count - self.num_envs} left out, as in SB3",
+                UserWarning,
+                stacklevel=4,
+            )
+            return actions[: self.num_envs]
         if count != self.num_envs:
             raise ValueError(
                 f"actions must hold one action per env ({self.num_envs}), got {type(actions).__name__} "
                 f"of length {count}" + (f" and shape {np.shape(actions)}" if hasattr(actions, "shape") else "")
             )
+        return actions
 
     def _reset_seeds(self) -> None:
         self._seeds = [None] * self.num_envs

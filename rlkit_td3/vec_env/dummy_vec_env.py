@@ -69,8 +69,7 @@ class DummyVecEnv(VecEnv):
         self.pre_reset_states: list[tuple[int, dict[str, Any]] | None] = [None] * self.num_envs
 
     def step_async(self, actions: np.ndarray) -> None:
-        self._check_actions(actions)
-        self.actions = actions
+        self.actions = self._check_actions(actions)
 
     def step_wait(self) -> VecEnvStepReturn:
         actions = self.actions

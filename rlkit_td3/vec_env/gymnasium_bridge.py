@@ -154,8 +154,7 @@ class VecEnvView(VecEnv):
         return obs
 
     def step_async(self, actions: np.ndarray) -> None:
-        self._check_actions(actions)
-        self._actions = np.asarray(actions)
+        self._actions = np.asarray(self._check_actions(actions))
 
     def step_wait(self) -> VecEnvStepReturn:
         if self._actions is None:

@@ -161,7 +161,7 @@ class SubprocVecEnv(VecEnv):
 
     def step_async(self, actions: np.ndarray) -> None:
         self._check_open()
-        self._check_actions(actions)
+        actions = self._check_actions(actions)
         for remote, action in zip(self.remotes, actions):
             remote.send(("step", action))
         self.waiting = True
