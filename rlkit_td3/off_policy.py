@@ -85,8 +85,7 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         tau: Polyak coefficient of the target networks, in [0, 1] (0: the targets never move, as SB3 allows).
         gamma: discount factor, in [0, 1].
         train_freq: update every ``train_freq`` env steps (calls to ``env.step``), or a tuple
-            ``(n, "step")`` / ``(n, "episode")`` (episodes of any env). A round always runs to its end, so
-            ``learn(n)`` may pass ``n`` by the rest of its last round, as in SB3.
+            ``(n, "step")`` / ``(n, "episode")``.
         gradient_steps: gradient steps after each rollout; -1 means as many as transitions collected, 0 none
             (the model only collects, as in SB3).
         action_noise: exploration noise in normalised units. ``"default"`` (the default) is Gaussian with
@@ -463,8 +462,9 @@ class OffPolicyAlgorithm(BaseAlgorithm):
             self._rollout = {"calls": 0, "episodes": 0, "collected": 0}
             callback.on_rollout_start()
         rollout = self._rollout
-        # A round runs to its end, as in SB3: learn(n) may pass n by the rest of its last round
-        while rollout["calls"] < freq if unit == "step" else rollout["episodes"] < freq:
+        while (
+            rollout["calls"] < freq if unit == "step" else rollout["episodes"] < freq
+        ) and self.num_timesteps < self._total_timesteps:
             if self._autoreset_mode == AutoresetMode.DISABLED and self._needs_reset.any():
                 self._reset_ended_envs()
             obs = self._last_obs
@@ -483,11 +483,8 @@ class OffPolicyAlgorithm(BaseAlgorithm):
             rollout["calls"] += 1
             valid = self._store_transition(obs, new_obs, actions, rewards, terminated, truncated, dones, infos)
             rollout["collected"] += int(valid.sum())
-            # 0 past the end (the rest of the last round): schedules and PER's beta stay at their final values
-            self._current_progress_remaining = max(
-                0.0,
-                1.0
-                - (self.num_timesteps - self._start_timesteps) / max(1, self._total_timesteps - self._start_timesteps),
+            self._current_progress_remaining = 1.0 - (self.num_timesteps - self._start_timesteps) / max(
+                1, self._total_timesteps - self._start_timesteps
             )
             rollout["episodes"] += self._track_episodes(rewards, dones, valid, log_interval)
             # The step is complete (stored, counted) before the callback sees it: a checkpoint taken here

@@ -351,15 +351,16 @@ def test_env_ids_are_made_to_render_rgb_frames():
         del gym.registry["H2NoRender-v0"]
 
 
-def test_learn_completes_its_last_train_freq_round_as_sb3_counts():
-    # SB3 counts train_freq in calls to env.step (or in episodes of any env) and always finishes a round: with
-    # 2 envs, train_freq=3 and gradient_steps=-1, learn(3) collects 3 calls (6 transitions) and trains 6 times.
+def test_learn_stops_at_n_whatever_the_round_length():
+    """``learn(n)`` returns at ``n`` timesteps even when a ``train_freq`` round would not end for a long time (a
+    loaded file's ``train_freq=(10**9, "step")``, or episodes that never end): SB3 finishes the round, we do not,
+    and the partial round is trained on (Coming from SB3)."""
     env = SyncVectorEnv([lambda: make_counter(50) for _ in range(2)])
     model = TD3("MlpPolicy", env, **{**KW, "learning_starts": 0, "train_freq": 3, "gradient_steps": -1}).learn(3)
-    assert model.num_timesteps == 6 and model._n_updates == 6 and model.replay_buffer.size() == 6
-    assert model._current_progress_remaining == 0.0  # past the end: schedules stay at their final value
-    # in episodes: the episode (5 steps) that learn(3) started is finished, then trained on
-    model = TD3("MlpPolicy", make_counter(5), **{**KW, "learning_starts": 0, "train_freq": (1, "episode")})
-    model.gradient_steps = -1
-    model.learn(3)
-    assert model.num_timesteps == 5 and model._n_updates == 5 and model.replay_buffer.truncated[4]
+    assert model.num_timesteps == 4 and model.replay_buffer.size() == 4 and model._n_updates == 4
+    model = TD3("MlpPolicy", make_counter(10**9), **{**KW, "learning_starts": 0, "train_freq": (10**9, "step")})
+    model.learn(30)
+    assert model.num_timesteps == 30 and model._n_updates > 0
+    model = TD3("MlpPolicy", make_counter(10**9), **{**KW, "learning_starts": 0, "train_freq": (1, "episode")})
+    model.learn(30)
+    assert model.num_timesteps == 30 and model._n_updates > 0
