@@ -22,7 +22,7 @@ import torch
 
 from rlkit_td3.env_state import EnvRecords
 from rlkit_td3.fused_update import FusedUpdateState
-from rlkit_td3.noise import check_noise_state
+from rlkit_td3.noise import VectorizedActionNoise, check_noise_state
 from rlkit_td3.schedules import ScheduleStates
 from rlkit_td3.serialization import ModelFileError, rng_state_to_json, set_rng_state
 from rlkit_td3.validators import _int, _number, check_rng_json, check_torch_generator_state
@@ -179,25 +179,31 @@ class RunState:
 class _NoiseState:
     """The model's exploration noise under ``action_noise`` (the noise's own protocol; ``None`` without one).
 
-    A state saved with another number of envs than the model's (``load(env=...)`` with more or fewer envs) is
-    not restored: every episode restarts there (see `rlkit_td3.env_state.EnvRecords`), with a fresh noise.
+    A state saved on one env (a single noise) and loaded onto several (``load(env=...)`` with a vector env, whose
+    noise is a `VectorizedActionNoise`) continues in env 0; the other envs' copies start fresh, as their episodes
+    do. A vectorized state of another number of envs is restored as saved and then resized with the envs (the
+    first copies kept).
     """
 
-    def __init__(self, model: Any, saved_n_envs: int | None = None) -> None:
+    def __init__(self, model: Any) -> None:
         self.model = model
-        self.other_n_envs = saved_n_envs is not None and saved_n_envs != model.n_envs
 
     def state_dict(self) -> Any:
         noise = self.model.action_noise
         return None if noise is None else noise.state_dict()
 
+    def _fitted(self, state: Any) -> Any:
+        noise = self.model.action_noise
+        if isinstance(noise, VectorizedActionNoise) and isinstance(state, dict) and "noises" not in state:
+            return {"noises": [state] + [copy.state_dict() for copy in noise.noises[1:]]}
+        return state
+
     def check_state(self, state: Any) -> None:
-        if not self.other_n_envs:
-            check_noise_state("training_state.action_noise", state, self.model.action_noise)
+        check_noise_state("training_state.action_noise", self._fitted(state), self.model.action_noise)
 
     def load_state_dict(self, state: Any) -> None:
-        if self.model.action_noise is not None and state is not None and not self.other_n_envs:
-            self.model.action_noise.load_state_dict(state)
+        if self.model.action_noise is not None and state is not None:
+            self.model.action_noise.load_state_dict(self._fitted(state))
 
 
 def _is_tensors(value: Any) -> bool:
@@ -230,7 +236,7 @@ class TrainingState:
     def __init__(self, model: Any, saved_n_envs: int | None = None, force_reset: bool = True) -> None:
         self.flat: list[Any] = [RunState(model), FusedUpdateState(model), EnvRecords(model, saved_n_envs, force_reset)]
         self.nested: dict[str, Any] = {
-            "action_noise": _NoiseState(model, saved_n_envs),
+            "action_noise": _NoiseState(model),
             "schedules": ScheduleStates(model),
         }
 

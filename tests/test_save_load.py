@@ -207,13 +207,14 @@ def test_load_force_reset_false_goes_on_from_the_envs_as_they_stand(tmp_path):
     assert again.num_timesteps == 72
 
 
-def test_load_onto_more_envs_restarts_with_a_fresh_noise(tmp_path):
-    """A file saved on one env loads onto two: the saved noise state (one env's) is not restored, training goes on."""
+def test_load_onto_more_envs_continues_the_saved_noise_in_env_0(tmp_path):
+    """A file saved on one env loads onto two: the saved noise continues in env 0, env 1 gets a fresh copy."""
     model = TD3("MlpPolicy", "Pendulum-v1", learning_starts=20, policy_kwargs={"net_arch": [8]}, seed=0).learn(30)
     assert model.action_noise is not None
     model.save(tmp_path / "m.zip")
     two = gym.vector.SyncVectorEnv([lambda: gym.make("Pendulum-v1")] * 2)
     loaded = TD3.load(tmp_path / "m.zip", env=two)
     assert loaded.n_envs == 2 and loaded._last_obs is None
+    assert loaded.action_noise.noises[0].state_dict() == model.action_noise.state_dict()
     loaded.learn(10, reset_num_timesteps=False)
     assert loaded.num_timesteps == 40
