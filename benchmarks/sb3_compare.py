@@ -280,7 +280,10 @@ def summarize(out: Path, up_to: int | None = None) -> str:
     for first, second in dict.fromkeys(pairs):
         if first in scored and second in scored:
             difference, low, high = iqm_difference_ci(scored[first], scored[second])
-            verdict = "excludes 0: they differ" if low > 0 or high < 0 else "includes 0: not separable"
+            if min(len(scored[first]), len(scored[second])) < 2:  # one run: the bootstrap has nothing to resample
+                verdict = "one run in a group: the interval is degenerate, not evidence either way"
+            else:
+                verdict = "excludes 0: they differ" if low > 0 or high < 0 else "includes 0: not separable"
             lines.append(
                 f"\n{first[0]}: IQM {'/'.join(first[1:])} − {'/'.join(second[1:])} = {difference:.1f}, 95 % CI "
                 f"[{low:.1f}, {high:.1f}] (runs resampled within each group; {verdict})"
