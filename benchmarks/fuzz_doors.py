@@ -1,5 +1,6 @@
-"""Structural fuzzing of every door into a model: model zips, policy files, VecNormalize files, replay buffer files of
-each kind (uniform, n-step, PER, LAP, Dict, HER), ``set_parameters`` dicts and Stable-Baselines3 zips.
+"""Structural fuzzing of every door into a model: model zips, policy files, actor files, VecNormalize files, replay
+buffer files of each kind (uniform, n-step, PER, LAP, Dict, HER), ``set_parameters`` dicts, Stable-Baselines3 zips,
+and SB3's pickle helper ``load_from_pkl`` without ``allow_pickle`` (plain data only; cases in ``fuzz_pickle.py``).
 
 For each door, a genuine file (or dict) is mutated ``--cases`` times: JSON leaves replaced by odd values or deleted,
 ``.npy`` members of another dtype, shape, with NaN/inf/negative values, lying headers or deflated bombs, tensors of
@@ -9,7 +10,8 @@ space cap); a case that loads is then used (predict, a training step, a sample).
 the documented ones, all ``ValueError`` subclasses: ``ModelFileError`` (the file's content), ``UnsupportedModelError``
 (an SB3 file of another algorithm) and, for a ``set_parameters`` dict (the caller's object, not a file), the
 ``ValueError`` / ``TypeError`` that names the key or value. The worst peak memory growth of each door is
-compared with that of loading its genuine file.
+compared with that of loading its genuine file; a case that grows memory by more than ``MEMORY_MARGIN_MIB`` past
+the genuine file's peak breaks a rule even when the cap stopped it (its ``MemoryError`` would read as refused).
 
 Usage: ``python benchmarks/fuzz_doors.py [--cases 1000] [--seed 1] [--doors model,policy,...]``; exit status 1 if any
 case breaks a rule. ``make test`` runs 50 cases per door (``tests/test_fuzz_doors.py``).
@@ -23,6 +25,7 @@ import copy
 import io
 import json
 import os
+import pickle
 import struct
 import sys
 import tempfile
@@ -37,11 +40,12 @@ import gymnasium as gym  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
+from benchmarks.fuzz_pickle import mutate_pickle, plain_data, use_pickle  # noqa: E402
 from rlkit_td3 import TD3  # noqa: E402
 from rlkit_td3.buffers import LAPReplayBuffer, PrioritizedReplayBuffer  # noqa: E402
 from rlkit_td3.file_reader import ModelFileError  # noqa: E402
 from rlkit_td3.her import HerReplayBuffer  # noqa: E402
-from rlkit_td3.policies import TD3Policy  # noqa: E402
+from rlkit_td3.policies import Actor, TD3Policy  # noqa: E402
 from rlkit_td3.sb3_zip import UnsupportedModelError  # noqa: E402
 from rlkit_td3.vec_env import DummyVecEnv, VecNormalize  # noqa: E402
 from tests.model_fuzz import run_isolated  # noqa: E402
@@ -49,6 +53,7 @@ from tests.model_fuzz import run_isolated  # noqa: E402
 ODD = [None, "x", -1, 0, -(2**70), 2**70, 1e308, float("nan"), float("inf"), -0.5, [], {}, [1, 2], True, "inf", 1.5]
 ALLOWED = (ModelFileError, UnsupportedModelError)
 MEMORY_CAP = 2**30
+MEMORY_MARGIN_MIB = 128  # a case may grow memory by at most this much more than the genuine file does
 
 
 # ---------------------------------------------------------------------------- mutations of a zip's entries
@@ -277,9 +282,14 @@ def _buffer_bytes(model: Any) -> bytes:
         return (Path(tmp) / "buffer.npz").read_bytes()
 
 
-def build_doors(tmp: Path) -> dict[str, tuple[bytes | dict, Callable[[Any], str]]]:
-    """``{door: (genuine file bytes or dict, use)}``: ``use(path_or_dict)`` loads a case and uses what loaded."""
-    doors: dict[str, tuple[Any, Callable[[Any], str]]] = {}
+Door = tuple[Any, Callable[[Any], str], Callable[[np.random.Generator, Any], tuple[str, Any]]]
+"""``(genuine file bytes or dict, use, mutate)``: ``use(path_or_dict)`` loads a case and uses what loaded;
+``mutate(rng, genuine)`` draws one case, ``(kind, bytes or dict)``."""
+
+
+def build_doors(tmp: Path) -> dict[str, Door]:
+    """``{door: (genuine, use, mutate)}``, every door into a model and SB3's pickle helper."""
+    doors: dict[str, Door] = {}
     model = _pendulum_model()
     model.save(tmp / "model.zip", include_buffer=True)
     obs = model.observation_space.sample()[None]
@@ -291,14 +301,14 @@ def build_doors(tmp: Path) -> dict[str, tuple[bytes | dict, Callable[[Any], str]
             loaded.train(gradient_steps=2, batch_size=16)
         return "loaded"
 
-    doors["model zip"] = ((tmp / "model.zip").read_bytes(), use_model)
+    doors["model zip"] = ((tmp / "model.zip").read_bytes(), use_model, mutate_zip)
     model.policy.save(tmp / "policy.zip")
 
     def use_policy(path: Any) -> str:
         TD3Policy.load(path, device="cpu").predict(obs, deterministic=True)
         return "loaded"
 
-    doors["policy file"] = ((tmp / "policy.zip").read_bytes(), use_policy)
+    doors["policy file"] = ((tmp / "policy.zip").read_bytes(), use_policy, mutate_zip)
     venv = VecNormalize(DummyVecEnv([lambda: gym.make("Pendulum-v1")]))
     venv.reset()
     for _ in range(20):
@@ -311,7 +321,7 @@ def build_doors(tmp: Path) -> dict[str, tuple[bytes | dict, Callable[[Any], str]
         loaded.step(np.zeros((1, 1), dtype=np.float32))
         return "loaded"
 
-    doors["VecNormalize file"] = ((tmp / "vn.zip").read_bytes(), use_vn)
+    doors["VecNormalize file"] = ((tmp / "vn.zip").read_bytes(), use_vn, mutate_zip)
     kinds: dict[str, dict[str, Any]] = {
         "uniform": {},
         "uniform, memory-optimized": {"replay_buffer_kwargs": {"optimize_memory_usage": True}},
@@ -321,7 +331,7 @@ def build_doors(tmp: Path) -> dict[str, tuple[bytes | dict, Callable[[Any], str]
     }
     for kind, kwargs in kinds.items():
         buffer_model = _pendulum_model(**kwargs)
-        doors[f"buffer file ({kind})"] = (_buffer_bytes(buffer_model), _use_buffer(buffer_model))
+        doors[f"buffer file ({kind})"] = (_buffer_bytes(buffer_model), _use_buffer(buffer_model), mutate_zip)
     her_model = TD3(
         "MultiInputPolicy",
         "BitFlipping-v0" if "BitFlipping-v0" in gym.registry else _bit_flipping(),
@@ -332,7 +342,7 @@ def build_doors(tmp: Path) -> dict[str, tuple[bytes | dict, Callable[[Any], str]
         policy_kwargs={"net_arch": [8]},
         seed=0,
     ).learn(100)
-    doors["buffer file (HER, Dict)"] = (_buffer_bytes(her_model), _use_buffer(her_model))
+    doors["buffer file (HER, Dict)"] = (_buffer_bytes(her_model), _use_buffer(her_model), mutate_zip)
     params = model.get_parameters()
 
     def use_params(params_case: Any) -> str:
@@ -344,10 +354,18 @@ def build_doors(tmp: Path) -> dict[str, tuple[bytes | dict, Callable[[Any], str]
         model.predict(obs, deterministic=True)
         return "loaded"
 
-    doors["set_parameters dict"] = (params, use_params)
+    doors["set_parameters dict"] = (params, use_params, mutate_params)
     sb3 = _sb3_zip(tmp)
     if sb3 is not None:
-        doors["SB3 zip"] = (sb3, use_model)
+        doors["SB3 zip"] = (sb3, use_model, mutate_zip)
+    model.actor.save(tmp / "actor.zip")
+
+    def use_actor(path: Any) -> str:
+        Actor.load(path, device="cpu").predict(obs, deterministic=True)
+        return "loaded"
+
+    doors["actor file (Actor.load)"] = ((tmp / "actor.zip").read_bytes(), use_actor, mutate_zip)
+    doors["plain-data pickle (load_from_pkl)"] = (pickle.dumps(plain_data(), 5), use_pickle, mutate_pickle)
     return doors
 
 
@@ -387,10 +405,11 @@ def mutate_params(rng: np.random.Generator, params: dict) -> tuple[str, dict]:
 
 # ---------------------------------------------------------------------------- running
 def run_door(
-    name: str, genuine: Any, use: Callable[[Any], str], n: int, seed: int, tmp: Path, start: int = 0
+    name: str, door: Door, n: int, seed: int, tmp: Path, start: int = 0
 ) -> tuple[collections.Counter, list[str], float, float]:
     """``(outcomes, failures, genuine peak MiB, worst case peak MiB)`` of cases ``start`` to ``n - 1`` of one door
     (the earlier cases are drawn, not run, so case ``i`` is the same case whatever ``start`` is)."""
+    genuine, use, mutate = door
     rng = np.random.default_rng(seed)
     path = tmp / "case.bin"
 
@@ -417,22 +436,21 @@ def run_door(
     failures: list[str] = []
     worst = 0.0
     for i in range(n):
-        if isinstance(genuine, dict):
-            kind, case = mutate_params(rng, genuine)
-            if i < start:
-                continue
-            outcome, stats = run_isolated(attempt(case), MEMORY_CAP)
-        else:
-            kind, data = mutate_zip(rng, genuine)
-            if i < start:
-                continue
-            path.write_bytes(data)
-            outcome, stats = run_isolated(attempt(path), MEMORY_CAP)
-        worst = max(worst, stats["peak_rss_delta"] / 2**20 if stats["peak_rss_delta"] == stats["peak_rss_delta"] else 0)
+        kind, case = mutate(rng, genuine)
+        if i < start:
+            continue
+        if isinstance(case, bytes):
+            path.write_bytes(case)
+            case = path
+        outcome, stats = run_isolated(attempt(case), MEMORY_CAP)
+        peak = stats["peak_rss_delta"] / 2**20 if stats["peak_rss_delta"] == stats["peak_rss_delta"] else 0.0
+        worst = max(worst, peak)
         label = outcome.split(":")[0]
         outcomes[label] += 1
         if not (label == "loaded" or label.startswith("refused")):
             failures.append(f"{name} case {i} ({kind}): {outcome[:300]}")
+        elif peak > genuine_peak + MEMORY_MARGIN_MIB:  # a bomb the cap stopped (its MemoryError is "refused")
+            failures.append(f"{name} case {i} ({kind}): peak {peak:.0f} MiB against {genuine_peak:.0f} MiB genuine")
     return outcomes, failures, genuine_peak, worst
 
 
@@ -453,12 +471,10 @@ def main(argv: list[str] | None = None) -> int:
             f"{'door':36} {'cases':>6} {'loaded':>7} {'refused':>8} {'other':>6} {'signals':>8} "
             f"{'genuine MiB':>11} {'worst MiB':>9}"
         )
-        for i, (name, (genuine, use)) in enumerate(doors.items()):
+        for i, (name, door) in enumerate(doors.items()):
             if wanted and not any(w in name for w in wanted):
                 continue
-            outcomes, failures, genuine_peak, worst = run_door(
-                name, genuine, use, args.cases, args.seed + i, tmp, args.start
-            )
+            outcomes, failures, genuine_peak, worst = run_door(name, door, args.cases, args.seed + i, tmp, args.start)
             refused = sum(v for k, v in outcomes.items() if k.startswith("refused"))
             signals = sum(v for k, v in outcomes.items() if k.startswith("SIGNAL"))
             other = sum(outcomes.values()) - outcomes["loaded"] - refused - signals

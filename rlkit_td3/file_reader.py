@@ -26,6 +26,7 @@ into a model and what each checks; the Security page of the docs is generated fr
 
 from __future__ import annotations
 
+import collections
 import io
 import json
 import math
@@ -196,6 +197,7 @@ _PLAIN_GLOBALS = frozenset(
         ("builtins", "frozenset"),
         ("builtins", "complex"),
         ("builtins", "bytearray"),
+        ("builtins", "bytes"),  # protocols 0 to 2 write empty bytes as bytes()
         ("builtins", "slice"),
         ("collections", "OrderedDict"),
         ("collections", "deque"),
@@ -213,12 +215,134 @@ _PLAIN_GLOBALS = frozenset(
 """The only globals a plain-data pickle may name: constructors of data that run no code of the file's choosing.
 An object array's items go through the same unpickler, so they are plain data too."""
 
+PLAIN_DATA_COPY_FACTOR = 16
+"""A plain-data pickle's constructors and arrays may copy at most this many times the file's size (plus
+`PLAIN_DATA_COPY_FLOOR_BYTES`): a genuine pickle copies each of its items about once, while a crafted one can call
+a copying constructor on one remembered object thousands of times."""
+PLAIN_DATA_COPY_FLOOR_BYTES = 64 * 2**20
+_ITEM_BYTES = 64  # what a set, deque or dict charges per item (a pointer and its share of the table)
 
-def _bytearray_of_bytes(data: Any = b"") -> bytearray:
-    # bytearray(n) would allocate n bytes the file does not hold: only a copy of bytes it does
-    if not isinstance(data, (bytes, bytearray)):
-        raise pickle.UnpicklingError(f"bytearray of {type(data).__name__}: only of bytes")
-    return bytearray(data)
+
+class _PlainDataUnpickler(pickle._Unpickler):  # noqa: SLF001  (the Python unpickler: its BUILD can be checked)
+    """An unpickler that builds plain data only (`_PLAIN_GLOBALS`); any other global is refused, unresolved.
+
+    It reads from bytes already in memory (a length declared past the end reads nothing more), charges every copy
+    a constructor or an array makes against a budget proportional to the file's size (`PLAIN_DATA_COPY_FACTOR`),
+    and checks an array's state against its dtype before NumPy builds it.
+    """
+
+    dispatch = dict(pickle._Unpickler.dispatch)  # noqa: SLF001
+
+    def __init__(self, file: io.BytesIO) -> None:
+        super().__init__(file)
+        self.budget = PLAIN_DATA_COPY_FACTOR * len(file.getbuffer()) + PLAIN_DATA_COPY_FLOOR_BYTES
+
+    def charge(self, n_bytes: int, what: str) -> None:
+        self.budget -= n_bytes
+        if self.budget < 0:
+            raise pickle.UnpicklingError(
+                f"{what} makes the pickle build more than {PLAIN_DATA_COPY_FACTOR} times its own size: a plain-data "
+                "pickle copies what it holds about once"
+            )
+
+    def find_class(self, module: str, name: str) -> Any:
+        if module == "__builtin__":  # protocols 0 to 2 name the builtins module by its Python 2 name
+            module = "builtins"
+        if (module, name) not in _PLAIN_GLOBALS:
+            raise pickle.UnpicklingError(
+                f"it needs {module}.{name}, and without allow_pickle=True only plain data is read (builtin "
+                "containers and scalars, NumPy arrays); pass allow_pickle=True for a file you trust"
+            )
+        constructors = {
+            "bytearray": self._bytearray,
+            "bytes": _empty_bytes,
+            "encode": self._latin1_encode,
+            "_reconstruct": _empty_array,
+            "set": self._counted(set),
+            "frozenset": self._counted(frozenset),
+            "deque": self._counted(collections.deque),
+            "OrderedDict": self._counted(collections.OrderedDict),
+            "complex": self._complex,
+            "_frombuffer": self._frombuffer,
+        }
+        return constructors.get(name) or super().find_class(module, name)
+
+    def _counted(self, build: Any) -> Any:
+        def construct(*args: Any) -> Any:
+            if args and not isinstance(args[0], (list, tuple, set, frozenset, dict, str, bytes)):
+                raise pickle.UnpicklingError(f"{build.__name__} of {type(args[0]).__name__}: only of plain data")
+            self.charge(_ITEM_BYTES * (len(args[0]) if args else 1), build.__name__)
+            return build(*args)
+
+        return construct
+
+    def _complex(self, *parts: Any) -> complex:
+        if not all(isinstance(part, (int, float, str)) for part in parts):
+            raise pickle.UnpicklingError("complex of other than numbers or a string")
+        self.charge(sum(len(part) for part in parts if isinstance(part, str)), "complex")
+        return complex(*parts)
+
+    def _bytearray(self, data: Any = b"") -> bytearray:
+        # bytearray(n) would allocate n bytes the file does not hold: only a copy of bytes it does
+        if not isinstance(data, (bytes, bytearray)):
+            raise pickle.UnpicklingError(f"bytearray of {type(data).__name__}: only of bytes")
+        self.charge(len(data), "bytearray")
+        return bytearray(data)
+
+    def _latin1_encode(self, text: Any = "", encoding: Any = "latin1", *rest: Any) -> bytes:
+        # protocols 0 to 2 write bytes as _codecs.encode(text, "latin1"); another codec (hex, base64, ...) could
+        # expand what the file holds, and nested, grow it exponentially
+        if rest or not isinstance(text, str) or not isinstance(encoding, str) or encoding not in ("latin1", "latin-1"):
+            raise pickle.UnpicklingError("_codecs.encode other than (str, 'latin1'): a pickle writes bytes only so")
+        self.charge(len(text), "_codecs.encode")
+        return text.encode("latin1")
+
+    def _frombuffer(self, buffer: Any, dtype: Any, shape: Any, order: Any) -> np.ndarray:
+        if not isinstance(buffer, (bytes, bytearray)) or not isinstance(dtype, np.dtype) or dtype.hasobject:
+            raise pickle.UnpicklingError("an array of protocol 5 is made of bytes and a dtype without objects")
+        _check_array_size(shape, dtype, len(buffer))
+        self.charge(len(buffer), "an array")  # NumPy keeps the buffer or copies it: count it once per array
+        return np.frombuffer(buffer, dtype=dtype).reshape(shape, order=order)
+
+    def load_build(self) -> None:
+        state = self.stack[-1]
+        target = self.stack[-2]
+        if isinstance(target, np.ndarray):
+            if not isinstance(state, tuple) or len(state) not in (4, 5):
+                raise pickle.UnpicklingError("an array's state is NumPy's (version, shape, dtype, fortran, data)")
+            shape, dtype, data = state[-4], state[-3], state[-1]
+            if not isinstance(dtype, np.dtype):
+                raise pickle.UnpicklingError("an array's state names no dtype")
+            if isinstance(data, list):
+                _check_array_size(shape, np.dtype(object), 8 * len(data))
+                self.charge(8 * len(data), "an object array")
+            elif isinstance(data, (bytes, bytearray, str)):
+                _check_array_size(shape, dtype, len(data))
+                self.charge(len(data), "an array")
+            else:
+                raise pickle.UnpicklingError(f"an array's data is {type(data).__name__}: only bytes or a list")
+        super().load_build()
+
+    dispatch[pickle.BUILD[0]] = load_build
+
+
+def _check_array_size(shape: Any, dtype: np.dtype, available: int) -> None:
+    # what an array declares must fit in what the file gave for it, and zero-size items hold no count
+    dims = shape if isinstance(shape, tuple) else (shape,)
+    if not all(isinstance(d, int) and 0 <= d for d in dims):
+        raise pickle.UnpicklingError(f"an array's shape {dims!r:.80} is not of non-negative ints")
+    count = math.prod(dims)
+    if count and (dtype.itemsize == 0 or count * dtype.itemsize > available):
+        raise pickle.UnpicklingError(
+            f"an array declares {count} items of {dtype.itemsize} bytes, more than its {available} bytes of data"
+        )
+
+
+def _empty_bytes(*args: Any) -> bytes:
+    # bytes(n) would allocate n bytes the file does not hold: protocols 0 to 2 only ever call bytes()
+    if args:
+        raise pickle.UnpicklingError("bytes(...) with arguments: a pickle writes only bytes()")
+    return b""
 
 
 def _empty_array(cls: Any, shape: Any, dtype: Any) -> np.ndarray:
@@ -229,33 +353,18 @@ def _empty_array(cls: Any, shape: Any, dtype: Any) -> np.ndarray:
     return np.ndarray.__new__(np.ndarray, shape, dtype)
 
 
-class _PlainDataUnpickler(pickle.Unpickler):
-    """An unpickler that builds plain data only (`_PLAIN_GLOBALS`); any other global is refused, unresolved."""
-
-    def find_class(self, module: str, name: str) -> Any:
-        if module == "__builtin__":  # protocols 0 to 2 name the builtins module by its Python 2 name
-            module = "builtins"
-        if (module, name) not in _PLAIN_GLOBALS:
-            raise pickle.UnpicklingError(
-                f"it needs {module}.{name}, and without allow_pickle=True only plain data is read (builtin "
-                "containers and scalars, NumPy arrays); pass allow_pickle=True for a file you trust"
-            )
-        if name == "bytearray":
-            return _bytearray_of_bytes
-        if name == "_reconstruct":
-            return _empty_array
-        return super().find_class(module, name)
-
-
 def unpickle_plain_data(raw: bytes | IO[bytes], what: str) -> Any:
     """Unpickle ``raw`` (bytes or a binary stream) if it holds plain data only: ``None``, bools, numbers, strings,
     bytes, lists, tuples, dicts, sets, ``OrderedDict``, ``deque``, NumPy arrays and scalars (not of object dtype
-    with other content). Nothing else is built, so the file runs no code.
+    with other content). Nothing else is built, so the file runs no code; what it builds is bounded by its size
+    (`PLAIN_DATA_COPY_FACTOR`).
 
     Raises:
-        ModelFileError: the pickle names anything else (the message says which global), or is unreadable.
+        ModelFileError: the pickle names anything else (the message says which global), copies more than its
+            size allows, or is unreadable.
     """
-    return unpickle(raw, what, allow_pickle=True, unpickler=_PlainDataUnpickler)  # plain data: no code runs
+    data = raw if isinstance(raw, (bytes, bytearray)) else raw.read()
+    return unpickle(bytes(data), what, allow_pickle=True, unpickler=_PlainDataUnpickler)  # plain data: no code runs
 
 
 # ---------------------------------------------------------------------------- zip archives
@@ -543,7 +652,9 @@ DOORS: dict[str, tuple[str, str]] = {
     "load_from_pkl": (
         "rlkit_td3.save_util.load_from_pkl",
         "without allow_pickle=True (a real bool) only plain data: builtin containers and scalars, NumPy arrays; "
-        "any other global the pickle names is refused before it is resolved",
+        "any other global the pickle names is refused before it is resolved; bytes only from latin-1 text (no "
+        "other codec), no constructor or array sized by a number instead of data, an array's header within its "
+        "data; constructors and arrays copy at most 16 times the file's size plus 64 MiB",
     ),
 }
 """Every public way from a file into a model: ``{door: (the function, what it checks)}``. The Security page's

@@ -25,5 +25,7 @@ def test_fifty_cases_per_door_break_no_rule(capsys):
         "buffer file (HER, Dict)",
         "buffer file (PER)",
         "set_parameters dict",
+        "actor file (Actor.load)",
+        "plain-data pickle (load_from_pkl)",
     ):
         assert door in out

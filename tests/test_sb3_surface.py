@@ -4,6 +4,7 @@ SB3 arguments and the vectorized noise's checks."""
 
 from __future__ import annotations
 
+import codecs
 import io
 import warnings
 
@@ -418,7 +419,7 @@ def test_pickles_of_objects_load_only_with_allow_pickle(tmp_path):
         load_from_pkl(tmp_path / "fn", allow_pickle="yes")
 
 
-@pytest.mark.parametrize("protocol", [0, 2, 4, 5])
+@pytest.mark.parametrize("protocol", [0, 1, 2, 3, 4, 5])
 def test_plain_data_pickles_load_without_allow_pickle(tmp_path, protocol):
     import collections
     import pickle
@@ -426,7 +427,7 @@ def test_plain_data_pickles_load_without_allow_pickle(tmp_path, protocol):
     from rlkit_td3.save_util import load_from_pkl, open_path, save_to_pkl
 
     data = {
-        "list": [1, 2.5, None, True, "s", b"b"],
+        "list": [1, 2.5, None, True, "s", b"b", b""],  # protocols 0 to 2 write b"" as bytes()
         "set": {1, 2},
         "frozen": frozenset({3}),
         "complex": 1 + 2j,
@@ -436,6 +437,8 @@ def test_plain_data_pickles_load_without_allow_pickle(tmp_path, protocol):
         "array": np.arange(6, dtype=np.float32).reshape(2, 3),
         "objects": np.array([1, "a"], dtype=object),
         "scalar": np.float64(0.5),
+        "strided": np.arange(6.0).reshape(2, 3)[:, ::2],
+        "empty": np.zeros((2, 0)),
     }
     with open(tmp_path / "data.pkl", "wb") as fh:
         pickle.dump(data, fh, protocol=protocol)
@@ -469,13 +472,37 @@ def test_plain_data_pickles_cannot_allocate_what_the_file_does_not_hold(tmp_path
     from rlkit_td3.save_util import load_from_pkl
 
     reconstruct = np.ndarray.__reduce__(np.zeros(1))[0]  # NumPy's own _reconstruct
+    nested_hex = "A" * 64
+    for _ in range(30):  # 30 nested hex encodings: 64 GiB from a file of about 2 KiB
+        nested_hex = _Reduced(codecs.encode, nested_hex, "hex")
     for bomb, message in (
         (_Reduced(bytearray, 2**40), "bytearray of int"),
+        (_Reduced(bytes, 2**40), r"bytes\(...\) with arguments"),
         (_Reduced(reconstruct, np.ndarray, (2**40,), b"b"), "must start empty"),
+        (nested_hex, r"_codecs.encode other than \(str, 'latin1'\)"),
+        (_Built((1, (2**50,), np.dtype("V0"), False, b"")), r"declares 1125899906842624 items of 0 bytes"),
+        (_Built((1, (2**30,), np.dtype("f8"), False, b"12345678")), "more than its 8 bytes"),
     ):
-        raw = pickle.dumps(bomb)
+        raw = pickle.dumps(bomb, protocol=2)
         with pytest.raises(ValueError, match=message):
             load_from_pkl(io.BytesIO(raw))
+    # one remembered 64 KiB string copied by bytearray 4000 times: 256 MiB from a file of 130 KiB
+    block = b"x" * 65536
+    raw = pickle.dumps([_Reduced(bytearray, block) for _ in range(4000)], protocol=5)
+    assert len(raw) < 200_000
+    with pytest.raises(ValueError, match="more than 16 times its own size"):
+        load_from_pkl(io.BytesIO(raw))
+    assert len(load_from_pkl(io.BytesIO(pickle.dumps([bytearray(block) for _ in range(40)], 5)))) == 40
+
+
+class _Built:
+    """Pickles as NumPy's own array pickle does (an empty array, then ``BUILD``) with a made-up ``state``."""
+
+    def __init__(self, state):
+        self.state = state
+
+    def __reduce__(self):
+        return (np.ndarray.__reduce__(np.zeros(1))[0], (np.ndarray, (0,), b"b"), self.state)
 
 
 def test_set_env_takes_force_reset():
