@@ -5,7 +5,8 @@ A genuine plain-data pickle (the kind of object a user saves with ``save_to_pkl`
 is re-pickled at a random protocol (0 to 5) and then corrupted: truncated, bytes flipped, a declared length
 changed, a foreign opcode sequence spliced in, a leaf of the object replaced before pickling, or replaced by a
 hand-written hostile pickle (a forbidden global, a codec or constructor that would grow what the file holds,
-arrays whose header declares more than their data, lengths far past the file's end, memo amplification).
+arrays whose header declares more than their data, dtypes whose state lies about their items, lengths far past the
+file's end, memo amplification).
 """
 
 from __future__ import annotations
@@ -199,6 +200,32 @@ def _memo_amplification(rng: np.random.Generator) -> bytes:
     return _proto(seed + b"q\x00" + b"0" + b"(" + calls + b"l")
 
 
+def _dtype_state(code: str, byteorder: str, elsize: int, flags: int, copy: bool = True) -> bytes:
+    made = _call(_global("numpy", "dtype"), _bin_unicode(code), b"\x89", b"\x88" if copy else b"\x89")
+    state = b"(" + _int(3) + _bin_unicode(byteorder) + b"NNN" + _int(elsize) + _int(-1) + _int(flags) + b"t"
+    return made + state + b"b"
+
+
+def _forged_dtype(rng: np.random.Generator) -> bytes:
+    # NumPy trusts a dtype's state: its flags say whether items are object pointers, elsize how big an item is
+    case = int(rng.integers(5))
+    code, byteorder, elsize, flags = [
+        ("O", "|", -1, 0),
+        ("f8", "<", -1, 63),
+        ("V8", "|", 2**20, 0),
+        ("f8", "<", -1, 0),
+    ][min(case, 3)]
+    dtype = _dtype_state(code, byteorder, elsize, flags, copy=case != 4)  # case 4: the process-wide float64
+    state_shape = b"(" + _int(2) + b"t"
+    array = _call(
+        _global("numpy.core.multiarray", "_reconstruct"),
+        _global("numpy", "ndarray"),
+        b"(" + _int(0) + b"t",
+        _bin_bytes(b"b"),
+    )
+    return _proto(array + b"(" + _int(1) + state_shape + dtype + b"\x89" + _bin_bytes(b"A" * 16) + b"tb")
+
+
 def _deep(rng: np.random.Generator) -> bytes:
     depth = int(rng.choice([1000, 100_000]))
     return _proto(b"]" * depth + b"a" * (depth - 1))
@@ -211,6 +238,7 @@ HOSTILE: list[Callable[[np.random.Generator], bytes]] = [
     _lying_array,
     _past_the_end,
     _memo_amplification,
+    _forged_dtype,
     _deep,
 ]
 

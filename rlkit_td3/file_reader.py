@@ -220,6 +220,7 @@ PLAIN_DATA_COPY_FACTOR = 16
 `PLAIN_DATA_COPY_FLOOR_BYTES`): a genuine pickle copies each of its items about once, while a crafted one can call
 a copying constructor on one remembered object thousands of times."""
 PLAIN_DATA_COPY_FLOOR_BYTES = 64 * 2**20
+_MAX_ZERO_SIZE_ITEMS = 65_536  # items of a zero-size dtype ("V0") hold no data: their count is capped instead
 _ITEM_BYTES = 64  # what a set, deque or dict charges per item (a pointer and its share of the table)
 
 
@@ -236,6 +237,8 @@ class _PlainDataUnpickler(pickle._Unpickler):  # noqa: SLF001  (the Python unpic
     def __init__(self, file: io.BytesIO) -> None:
         super().__init__(file)
         self.budget = PLAIN_DATA_COPY_FACTOR * len(file.getbuffer()) + PLAIN_DATA_COPY_FLOOR_BYTES
+        self.unbuilt: dict[int, np.dtype] = {}  # dtypes made by this pickle and not yet given their state
+        self.built: dict[int, Any] = {}  # dtypes and arrays that have had their one BUILD (kept: ids stay unique)
 
     def charge(self, n_bytes: int, what: str) -> None:
         self.budget -= n_bytes
@@ -264,7 +267,11 @@ class _PlainDataUnpickler(pickle._Unpickler):  # noqa: SLF001  (the Python unpic
             "OrderedDict": self._counted(collections.OrderedDict),
             "complex": self._complex,
             "_frombuffer": self._frombuffer,
+            "dtype": self._dtype,
         }
+        if name == "scalar":
+            make_scalar = super().find_class(module, name)
+            return lambda dtype, *data: make_scalar(self._usable(dtype), *data)
         return constructors.get(name) or super().find_class(module, name)
 
     def _counted(self, build: Any) -> Any:
@@ -297,8 +304,21 @@ class _PlainDataUnpickler(pickle._Unpickler):  # noqa: SLF001  (the Python unpic
         self.charge(len(text), "_codecs.encode")
         return text.encode("latin1")
 
+    def _dtype(self, *args: Any) -> np.dtype:
+        made = np.dtype(*args)
+        if len(args) == 3 and args[2] is True:  # a new copy (NumPy's pickles), which gets its state right after
+            self.unbuilt[id(made)] = made
+        return made
+
+    def _usable(self, dtype: Any) -> np.dtype:
+        # a dtype still waiting for its state could be changed under an array that uses it
+        if not isinstance(dtype, np.dtype) or id(dtype) in self.unbuilt:
+            raise pickle.UnpicklingError("an array or scalar needs a dtype that has its state")
+        return dtype
+
     def _frombuffer(self, buffer: Any, dtype: Any, shape: Any, order: Any) -> np.ndarray:
-        if not isinstance(buffer, (bytes, bytearray)) or not isinstance(dtype, np.dtype) or dtype.hasobject:
+        dtype = self._usable(dtype)
+        if not isinstance(buffer, (bytes, bytearray)) or dtype.hasobject:
             raise pickle.UnpicklingError("an array of protocol 5 is made of bytes and a dtype without objects")
         _check_array_size(shape, dtype, len(buffer))
         self.charge(len(buffer), "an array")  # NumPy keeps the buffer or copies it: count it once per array
@@ -307,12 +327,23 @@ class _PlainDataUnpickler(pickle._Unpickler):  # noqa: SLF001  (the Python unpic
     def load_build(self) -> None:
         state = self.stack[-1]
         target = self.stack[-2]
+        if isinstance(target, (np.ndarray, np.dtype)):
+            if id(target) in self.built or (isinstance(target, np.dtype) and id(target) not in self.unbuilt):
+                raise pickle.UnpicklingError("a dtype or array gets its state once, right after it is made")
+            self.built[id(target)] = target
+        if isinstance(target, np.dtype):
+            # NumPy trusts a dtype's state (its flags say whether items are object pointers): apply it to a
+            # scratch copy first and keep it only if it is the dtype NumPy itself makes from that description
+            scratch = np.dtype(target.str, False, True)
+            scratch.__setstate__(state)
+            for part in _nested_dtypes(scratch):
+                self._usable(part)  # a field's dtype changed later would change this one's layout
+            _check_canonical_dtype(scratch)
+            del self.unbuilt[id(target)]
         if isinstance(target, np.ndarray):
             if not isinstance(state, tuple) or len(state) not in (4, 5):
                 raise pickle.UnpicklingError("an array's state is NumPy's (version, shape, dtype, fortran, data)")
-            shape, dtype, data = state[-4], state[-3], state[-1]
-            if not isinstance(dtype, np.dtype):
-                raise pickle.UnpicklingError("an array's state names no dtype")
+            shape, dtype, data = state[-4], self._usable(state[-3]), state[-1]
             if isinstance(data, list):
                 _check_array_size(shape, np.dtype(object), 8 * len(data))
                 self.charge(8 * len(data), "an object array")
@@ -326,15 +357,50 @@ class _PlainDataUnpickler(pickle._Unpickler):  # noqa: SLF001  (the Python unpic
     dispatch[pickle.BUILD[0]] = load_build
 
 
+def _canonical_dtype(dtype: np.dtype) -> np.dtype:
+    """The dtype NumPy makes from ``dtype``'s description (its string, sub-array or fields), not from its state."""
+    if dtype.subdtype is not None:
+        base, shape = dtype.subdtype
+        return np.dtype((_canonical_dtype(base), shape))
+    if dtype.names is not None:
+        fields = [dtype.fields[name] for name in dtype.names]
+        spec = {
+            "names": list(dtype.names),
+            "formats": [_canonical_dtype(field[0]) for field in fields],
+            "offsets": [field[1] for field in fields],
+            "itemsize": dtype.itemsize,
+        }
+        if any(len(field) == 3 for field in fields):
+            spec["titles"] = [field[2] if len(field) == 3 else None for field in fields]
+        return np.dtype(spec, align=dtype.isalignedstruct)
+    return np.dtype(dtype.str)
+
+
+def _nested_dtypes(dtype: np.dtype) -> list[np.dtype]:
+    """The dtypes ``dtype`` is made of: its sub-array's base and its fields' dtypes (one level)."""
+    parts = [dtype.subdtype[0]] if dtype.subdtype is not None else []
+    return parts + [field[0] for field in (dtype.fields or {}).values()]
+
+
+def _check_canonical_dtype(dtype: np.dtype) -> None:
+    canonical = _canonical_dtype(dtype)
+    made, expected = ((d.flags, d.itemsize, d.alignment, d.hasobject, d.isalignedstruct) for d in (dtype, canonical))
+    if made != expected:
+        raise pickle.UnpicklingError(
+            f"a dtype's state (flags, itemsize, alignment {made}) is not NumPy's for {dtype.str!r:.80} {expected}"
+        )
+
+
 def _check_array_size(shape: Any, dtype: np.dtype, available: int) -> None:
-    # what an array declares must fit in what the file gave for it, and zero-size items hold no count
+    # what an array declares must fit in what the file gave for it; zero-size items fit in anything: capped
     dims = shape if isinstance(shape, tuple) else (shape,)
     if not all(isinstance(d, int) and 0 <= d for d in dims):
         raise pickle.UnpicklingError(f"an array's shape {dims!r:.80} is not of non-negative ints")
     count = math.prod(dims)
-    if count and (dtype.itemsize == 0 or count * dtype.itemsize > available):
+    if count * dtype.itemsize > available or (dtype.itemsize == 0 and count > _MAX_ZERO_SIZE_ITEMS):
         raise pickle.UnpicklingError(
-            f"an array declares {count} items of {dtype.itemsize} bytes, more than its {available} bytes of data"
+            f"an array declares {count} items of {dtype.itemsize} bytes, more than its {available} bytes of data "
+            f"hold (items of zero size: at most {_MAX_ZERO_SIZE_ITEMS})"
         )
 
 
@@ -654,7 +720,9 @@ DOORS: dict[str, tuple[str, str]] = {
         "without allow_pickle=True (a real bool) only plain data: builtin containers and scalars, NumPy arrays; "
         "any other global the pickle names is refused before it is resolved; bytes only from latin-1 text (no "
         "other codec), no constructor or array sized by a number instead of data, an array's header within its "
-        "data; constructors and arrays copy at most 16 times the file's size plus 64 MiB",
+        "data; a dtype's state checked on a scratch copy against the dtype NumPy makes from its description (its "
+        "flags say whether items are object pointers), applied once and before any array uses it; constructors "
+        "and arrays copy at most 16 times the file's size plus 64 MiB",
     ),
 }
 """Every public way from a file into a model: ``{door: (the function, what it checks)}``. The Security page's

@@ -486,6 +486,21 @@ def test_plain_data_pickles_cannot_allocate_what_the_file_does_not_hold(tmp_path
         raw = pickle.dumps(bomb, protocol=2)
         with pytest.raises(ValueError, match=message):
             load_from_pkl(io.BytesIO(raw))
+    # NumPy trusts a dtype's pickled flags: an object dtype whose state says "no objects" would make 16 bytes of
+    # the file into two object pointers (a segfault when read), a dtype changed after an array uses it likewise
+    forged = _Made(np.dtype, ("O", False, True), (3, "|", None, None, None, -1, -1, 0))
+    with pytest.raises(ValueError, match="a dtype's state .* is not NumPy's for '|O'"):
+        load_from_pkl(io.BytesIO(pickle.dumps(_Built((1, (2,), forged, False, b"A" * 16)), protocol=2)))
+    unbuilt = _Made(np.dtype, ("f8", False, True))  # no state yet: an array may not use it
+    with pytest.raises(ValueError, match="needs a dtype that has its state"):
+        load_from_pkl(io.BytesIO(pickle.dumps(_Built((1, (2,), unbuilt, False, b"A" * 16)), protocol=2)))
+    built = np.dtype("f8")
+    rebuilt = [
+        _Built((1, (1,), built, False, b"A" * 8)),
+        _Made(np.dtype, (built,), (3, "|", None, None, None, 64, 1, 63)),  # dtype(built) is built itself
+    ]
+    with pytest.raises(ValueError, match="gets its state once"):
+        load_from_pkl(io.BytesIO(pickle.dumps(rebuilt, protocol=2)))
     # one remembered 64 KiB string copied by bytearray 4000 times: 256 MiB from a file of 130 KiB
     block = b"x" * 65536
     raw = pickle.dumps([_Reduced(bytearray, block) for _ in range(4000)], protocol=5)
@@ -493,6 +508,16 @@ def test_plain_data_pickles_cannot_allocate_what_the_file_does_not_hold(tmp_path
     with pytest.raises(ValueError, match="more than 16 times its own size"):
         load_from_pkl(io.BytesIO(raw))
     assert len(load_from_pkl(io.BytesIO(pickle.dumps([bytearray(block) for _ in range(40)], 5)))) == 40
+
+
+class _Made:
+    """Pickles as ``function(*args)`` followed by ``BUILD`` with ``state`` (when given)."""
+
+    def __init__(self, function, args, state=None):
+        self.reduced = (function, args) if state is None else (function, args, state)
+
+    def __reduce__(self):
+        return self.reduced
 
 
 class _Built:
