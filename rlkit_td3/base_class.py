@@ -28,7 +28,7 @@ from rlkit_td3.noise import draw_noise, fit_noise_to_envs
 from rlkit_td3.policies import TD3Policy, get_policy_class
 from rlkit_td3.policies.td3_policy import python_scalars
 from rlkit_td3.preprocessing import OBSERVATION_SPACES
-from rlkit_td3.schedules import ScheduleLike, as_schedule
+from rlkit_td3.schedules import Schedule, ScheduleLike, as_schedule
 from rlkit_td3.serialization import require_bool, spaces_equal
 from rlkit_td3.utils import _check_int, _latest_run_id, get_device
 from rlkit_td3.vec_env.base_vec_env import VecEnv
@@ -146,6 +146,18 @@ class BaseAlgorithm:
         if stats is None:
             return []
         return [{"r": float(r), "l": int(n)} for r, n in zip(stats.return_queue, stats.length_queue)]
+
+    @property
+    def lr_schedule(self) -> Schedule:
+        """SB3's name for the learning-rate schedule: the same object as ``learning_rate``. Setting it (a positive
+        float or a callable of the remaining progress, e.g. ``lambda _: 0.0`` to freeze the networks) sets the
+        rate the next ``train`` call uses, as in SB3; ``actor_learning_rate`` / ``critic_learning_rate``, where
+        given, still take precedence for their network."""
+        return self.learning_rate
+
+    @lr_schedule.setter
+    def lr_schedule(self, value: ScheduleLike) -> None:
+        self.learning_rate = as_schedule(value, "lr_schedule")
 
     @property
     def env(self) -> VecEnv | None:

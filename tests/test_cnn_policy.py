@@ -132,7 +132,9 @@ def test_a_shared_extractor_is_trained_by_the_actor_loss_only():
     model = _cnn_model(share_features_extractor=True)
     policy = model.policy
     shared = policy.actor.features_extractor
-    assert policy.critic.shared_features_extractor is shared and policy.critic.features_extractor is None
+    assert policy.critic.shared_features_extractor is shared and policy.critic.features_extractor is shared  # SB3
+    assert policy.critic_target.features_extractor is policy.actor_target.features_extractor
+    assert not any(name.startswith("features_extractor") for name, _ in policy.critic.named_modules())
     assert policy.critic_target.shared_features_extractor is policy.actor_target.features_extractor
     critic_ids = {id(p) for group in policy.critic_optimizer.param_groups for p in group["params"]}
     assert not critic_ids & {id(p) for p in shared.parameters()}  # the critic optimizer never holds it

@@ -586,3 +586,18 @@ def test_constant_learning_rate_equals_its_number():
     model = TD3("MlpPolicy", "Pendulum-v1", learning_rate=2e-5)
     assert model.learning_rate == 2e-5 and model.learning_rate != 3e-5 and model.learning_rate(0.5) == 2e-5
     assert {model.learning_rate: 1}[2e-5] == 1
+
+
+def test_lr_schedule_is_the_learning_rate_schedule_as_in_sb3():
+    model = TD3("MlpPolicy", "Pendulum-v1", learning_starts=20, batch_size=8, policy_kwargs={"net_arch": [8]}, seed=0)
+    model.learn(40)
+    assert model.lr_schedule is model.learning_rate
+    before = [p.detach().clone() for p in model.critic.parameters()]
+    model.lr_schedule = lambda _: 0.0  # SB3's test_cnn freezes the networks so
+    model.train(gradient_steps=2, batch_size=8)
+    assert all(torch.equal(a, b) for a, b in zip(before, model.critic.parameters()))
+    model.lr_schedule = 1e-2
+    model.train(gradient_steps=2, batch_size=8)
+    assert not all(torch.equal(a, b) for a, b in zip(before, model.critic.parameters()))
+    with pytest.raises(ValueError, match="lr_schedule"):
+        model.lr_schedule = -1.0

@@ -195,8 +195,9 @@ class CriticEnsemble(nn.Module):
         self.preprocess = preprocess if preprocess is not None else ScaleImages(False)
         if shared_features_extractor is not None:
             # The actor's extractor, not registered here: it is neither in the critic's parameters (so the critic
-            # optimizer and the critic loss never move it) nor in its state dict (the actor's holds it).
-            self.features_extractor = None
+            # optimizer and the critic loss never move it) nor in its state dict (the actor's holds it). It is also
+            # the critic's ``features_extractor`` attribute, the very object, as in SB3.
+            object.__setattr__(self, "features_extractor", shared_features_extractor)
             object.__setattr__(self, "shared_features_extractor", shared_features_extractor)
         else:
             self.features_extractor = features_extractor if features_extractor is not None else _FlattenBatch()

@@ -230,7 +230,8 @@ class TD3Policy(nn.Module):
         self.n_critics = self.critic.n_critics
         self.critic_target = copy.deepcopy(self.critic)
         if self.share_features_extractor:  # the target critic reads the target actor's extractor
-            object.__setattr__(self.critic_target, "shared_features_extractor", self.actor_target.features_extractor)
+            for name in ("shared_features_extractor", "features_extractor"):
+                object.__setattr__(self.critic_target, name, self.actor_target.features_extractor)
         for actor in (self.actor, self.actor_target):  # what actor.predict / actor.save act through, as in SB3
             object.__setattr__(actor, "_policy", self)
         for target in (self.actor_target, self.critic_target):
