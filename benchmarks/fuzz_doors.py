@@ -435,6 +435,7 @@ def run_door(
     outcomes: collections.Counter = collections.Counter()
     failures: list[str] = []
     worst = 0.0
+    peaks: list[tuple[float, int, str]] = []
     for i in range(n):
         kind, case = mutate(rng, genuine)
         if i < start:
@@ -445,12 +446,15 @@ def run_door(
         outcome, stats = run_isolated(attempt(case), MEMORY_CAP)
         peak = stats["peak_rss_delta"] / 2**20 if stats["peak_rss_delta"] == stats["peak_rss_delta"] else 0.0
         worst = max(worst, peak)
+        peaks.append((peak, i, kind))
         label = outcome.split(":")[0]
         outcomes[label] += 1
         if not (label == "loaded" or label.startswith("refused")):
             failures.append(f"{name} case {i} ({kind}): {outcome[:300]}")
         elif peak > genuine_peak + MEMORY_MARGIN_MIB:  # a bomb the cap stopped (its MemoryError is "refused")
             failures.append(f"{name} case {i} ({kind}): peak {peak:.0f} MiB against {genuine_peak:.0f} MiB genuine")
+    for peak, i, kind in sorted(peaks, reverse=True)[:3]:
+        print(f"  peak {peak:7.1f} MiB: case {i} ({kind})", file=sys.stderr)
     return outcomes, failures, genuine_peak, worst
 
 

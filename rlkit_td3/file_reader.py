@@ -496,7 +496,7 @@ DOORS: dict[str, tuple[str, str]] = {
         "other codec), no constructor or array sized by a number instead of data, an array's header within its "
         "data; a dtype's state checked on a scratch copy against the dtype NumPy makes from its description (its "
         "flags say whether items are object pointers), applied once and before any array uses it; constructors "
-        "and arrays copy at most 16 times the file's size plus 64 MiB",
+        "and arrays copy at most 16 times the file's size plus 4 MiB",
     ),
 }
 """Every public way from a file into a model: ``{door: (the function, what it checks)}``. The Security page's

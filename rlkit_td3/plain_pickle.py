@@ -45,11 +45,13 @@ An object array's items go through the same unpickler, so they are plain data to
 
 PLAIN_DATA_COPY_FACTOR = 16
 """A plain-data pickle's constructors and arrays may copy at most this many times the file's size (plus
-`PLAIN_DATA_COPY_FLOOR_BYTES`): a genuine pickle copies each of its items about once, while a crafted one can call
-a copying constructor on one remembered object thousands of times."""
-PLAIN_DATA_COPY_FLOOR_BYTES = 64 * 2**20
+`PLAIN_DATA_COPY_FLOOR_BYTES`): a genuine pickle copies each of its items about once (a set of small ints, 2 file
+bytes and 32 table bytes each, is the most a genuine file asks), while a crafted one can call a copying
+constructor on one remembered object thousands of times. Without any constructor, the pickle format itself
+builds up to about 64 bytes per file byte (``}`` is one byte and an empty dict)."""
+PLAIN_DATA_COPY_FLOOR_BYTES = 4 * 2**20
 _MAX_ZERO_SIZE_ITEMS = 65_536  # items of a zero-size dtype ("V0") hold no data: their count is capped instead
-_ITEM_BYTES = 64  # what a set, deque or dict charges per item (a pointer and its share of the table)
+_ITEM_BYTES = {"set": 32, "frozenset": 32, "deque": 8, "OrderedDict": 64}  # table bytes per item a copy makes
 
 
 class PlainDataUnpickler(pickle._Unpickler):  # noqa: SLF001  (the Python unpickler: its BUILD can be checked)
@@ -106,7 +108,7 @@ class PlainDataUnpickler(pickle._Unpickler):  # noqa: SLF001  (the Python unpick
         def construct(*args: Any) -> Any:
             if args and not isinstance(args[0], (list, tuple, set, frozenset, dict, str, bytes)):
                 raise pickle.UnpicklingError(f"{build.__name__} of {type(args[0]).__name__}: only of plain data")
-            self.charge(_ITEM_BYTES * (len(args[0]) if args else 1), build.__name__)
+            self.charge(_ITEM_BYTES[build.__name__] * (len(args[0]) if args else 1), build.__name__)
             return build(*args)
 
         return construct
