@@ -16,7 +16,6 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 RESULT_COLUMNS = ("algo", "env", "seed", "timestep", "mean_return", "std_return")
 """The columns of ``results.csv``: one row per (algo, env, seed, evaluation timestep)."""
@@ -29,6 +28,9 @@ LAST_EVALUATIONS = 5
 
 def iqm(scores: np.ndarray, axis: int = -1) -> np.ndarray:
     """Interquartile mean along ``axis``: the mean after dropping the lowest and highest 25 % of the scores."""
+    # imported here, not at the top: scipy.stats takes ~1 s to import, and every run process imports this module
+    from scipy import stats
+
     return stats.trim_mean(scores, proportiontocut=0.25, axis=axis)
 
 
@@ -119,6 +121,8 @@ def mean_ci_band(curves: np.ndarray, seed: int = 0, confidence: float = CONFIDEN
     if curves.shape[0] < 2:
         return curves.mean(axis=0), curves.mean(axis=0)
     flat = np.ptp(curves, axis=0) == 0
+    from scipy import stats  # see iqm()
+
     result = stats.bootstrap(
         (curves,),
         np.mean,
