@@ -327,7 +327,8 @@ def _plot(groups: dict, finished: set, path: Path) -> None:
         steps = np.array([t for t, _ in sorted(seeds[done[0]])[:common]])
         mean = curves.mean(axis=0)
         name = {"rlkit": "rlkit_td3", "sb3": "SB3"}.get(lib, lib)
-        label = f"{name} {algo.upper()} ({len(done)} seeds)"
+        runs = f"{len(done)} seeds" if len(done) > 1 else f"seed {done[0]}"
+        label = f"{name} {algo.upper()} ({runs})"
         ax.plot(steps, mean, label=label)
         if len(done) > 1:
             ax.fill_between(steps, curves.min(axis=0), curves.max(axis=0), alpha=0.2)

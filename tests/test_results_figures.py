@@ -74,15 +74,18 @@ def _roundings(number: str) -> set[str]:
     return out
 
 
+def _file_numbers(path: Path) -> set[str]:
+    """The numbers of one file, normalised, with their roundings."""
+    text = path.read_text(encoding="utf-8", errors="ignore")
+    if path.suffix == ".csv":  # a comma there separates fields, not thousands
+        text = text.replace(",", " ")
+    return {rounded for number in re.findall(_NUMBER, text) for rounded in _roundings(_normalise(number))}
+
+
 def _corpus_numbers() -> set[str]:
-    numbers: set[str] = set()
     files = [p for p in (ROOT / "benchmarks" / "results").rglob("*") if p.suffix in RESULT_SUFFIXES]
     files.append(ROOT / "rlkit_td3" / "experiments" / "presets.toml")
-    for path in files:
-        text = path.read_text(encoding="utf-8", errors="ignore")
-        for number in re.findall(_NUMBER, text):
-            numbers.update(_roundings(_normalise(number)))
-    return numbers
+    return set().union(*(_file_numbers(path) for path in files))
 
 
 @pytest.fixture(scope="module")
@@ -105,3 +108,12 @@ def test_the_figure_finder_finds_what_it_should():
     assert page_figures(text) == ["692.6", "527.9", "965.1", "585", "151", "2.5", "-1099.9"]
     assert _roundings("-121.42686") == {"-121.42686", "-121.4", "-121.43", "-121.427"}
     assert _roundings("585") == {"585"}
+
+
+def test_a_csv_files_numbers_are_its_fields(tmp_path):
+    """A comma in a CSV file separates fields: ``0,410000,2992.973`` holds three numbers, not one."""
+    (tmp_path / "runs.csv").write_text("seed,timesteps,mean_return\n0,410000,2992.973\n")
+    (tmp_path / "summary.md").write_text("| 1,099.9 |")
+    assert {"0", "410000", "2992.973", "2993.0"} <= _file_numbers(tmp_path / "runs.csv")
+    assert "04100002992.973" not in _file_numbers(tmp_path / "runs.csv")
+    assert "1099.9" in _file_numbers(tmp_path / "summary.md")  # elsewhere, a thousands separator

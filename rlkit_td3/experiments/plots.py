@@ -43,7 +43,8 @@ def plot_learning_curves(results: pd.DataFrame, out_dir: str | Path) -> list[Pat
             steps = table.columns.to_numpy(dtype=np.int64)
             curves = table.to_numpy(dtype=np.float64)
             low, high = mean_ci_band(curves)
-            (line,) = ax.plot(steps, curves.mean(axis=0), label=f"{algo.upper()} ({curves.shape[0]} seeds)")
+            runs = f"{len(table.index)} seeds" if len(table.index) > 1 else f"seed {table.index[0]}"
+            (line,) = ax.plot(steps, curves.mean(axis=0), label=f"{algo.upper()} ({runs})")
             ax.fill_between(steps, low, high, color=line.get_color(), alpha=0.2, linewidth=0)
         ax.set_title(env)
         ax.set_xlabel("env timesteps")
