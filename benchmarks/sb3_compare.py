@@ -329,9 +329,9 @@ def _plot(groups: dict, finished: set, path: Path) -> None:
         name = {"rlkit": "rlkit_td3", "sb3": "SB3"}.get(lib, lib)
         runs = f"{len(done)} seeds" if len(done) > 1 else f"seed {done[0]}"
         label = f"{name} {algo.upper()} ({runs})"
-        ax.plot(steps, mean, label=label)
+        (line,) = ax.plot(steps, mean, label=label)
         if len(done) > 1:
-            ax.fill_between(steps, curves.min(axis=0), curves.max(axis=0), alpha=0.2)
+            ax.fill_between(steps, curves.min(axis=0), curves.max(axis=0), color=line.get_color(), alpha=0.2)
         ax.set_title(env)
     ax.set_xlabel("environment steps")
     ax.set_ylabel("mean deterministic return (band: min-max over seeds)")

@@ -117,3 +117,16 @@ def test_a_csv_files_numbers_are_its_fields(tmp_path):
     assert {"0", "410000", "2992.973", "2993.0"} <= _file_numbers(tmp_path / "runs.csv")
     assert "04100002992.973" not in _file_numbers(tmp_path / "runs.csv")
     assert "1099.9" in _file_numbers(tmp_path / "summary.md")  # elsewhere, a thousands separator
+
+
+def test_a_results_curve_shown_in_the_docs_is_the_committed_one():
+    """``docs/img/NAME.png`` is a copy of ``benchmarks/results/NAME/curves.png`` where that exists: a page must
+    not show the curves of an earlier state of a sweep beside its current table."""
+    copies = [
+        (ROOT / "docs" / "img" / f"{path.parent.name}.png", path)
+        for path in (ROOT / "benchmarks" / "results").glob("*/curves.png")
+    ]
+    shown = [(image, curves) for image, curves in copies if image.exists()]
+    assert len(shown) >= 3  # walker_500k, ant_500k, halfcheetah_100k_v2 at least
+    for image, curves in shown:
+        assert image.read_bytes() == curves.read_bytes(), f"{image.name} is not {curves.relative_to(ROOT)}"
