@@ -25,7 +25,7 @@ import numpy as np
 
 import rlkit_td3
 from rlkit_td3.envs import BULLET_ENV_IDS
-from rlkit_td3.serialization import atomic_write
+from rlkit_td3.fileio.serialization import atomic_write
 
 RESULTS = Path(__file__).resolve().parent / "results" / "env_step_cost.txt"
 

@@ -135,7 +135,7 @@ def main() -> None:
     text = "\n".join(lines)
     print(text)
     if args.out:
-        from rlkit_td3.serialization import atomic_write
+        from rlkit_td3.fileio.serialization import atomic_write
 
         with atomic_write(args.out) as fh:
             fh.write((text + "\n").encode())

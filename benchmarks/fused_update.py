@@ -8,7 +8,7 @@ critic loss as the sum over critics of each MSE, and every ``policy_delay``-th u
 ``-Q1(s, pi(s)).mean()`` and the Polyak lerp of the targets. The forward and backward passes are explicit
 ``addmm`` / ``baddbmm`` / ``bmm`` / ``mm`` calls with ``out=`` into buffers allocated once; ReLU outputs serve as
 the masks of the backward (``threshold_backward``); gradients are written into preallocated tensors that stay
-installed as the parameters' ``.grad``, and the step is the library's own (`rlkit_td3.optim.optimizer_step` on
+installed as the parameters' ``.grad``, and the step is the library's own (`rlkit_td3.update.optim.optimizer_step` on
 the model's fused Adam, then the same ``torch._foreach_lerp_``).
 
 Ideas, each a switch of `FusedTD3` so that it can be timed on its own:
@@ -39,7 +39,8 @@ Usage::
     python benchmarks/fused_update.py --library [--steps 60 --reps 7 --out FILE]   # the library's switch on/off
 
 The library's version of the bitwise variant (no ``cat_layer0``, ``bias_row`` or ``action_rows``, and the rank-1
-products as autograd's ``bmm`` / ``mm``) is `rlkit_td3.fused_update.FusedUpdate`, used by ``model.train`` by default;
+products as autograd's ``bmm`` / ``mm``) is `rlkit_td3.update.fused_update.FusedUpdate`, used by ``model.train`` by
+default;
 ``--library`` times ``model.train`` with ``model.use_fused_update`` True against False.
 
 Run with one thread (``OMP_NUM_THREADS=1``); the script sets ``torch.set_num_threads(1)``.
@@ -64,7 +65,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from throughput import BATCH, ShapeEnv, build, fill_buffer, gemm_bound_ms  # noqa: E402
 
 from rlkit_td3.buffers import ReplayBuffer, ReplayBufferSamples  # noqa: E402
-from rlkit_td3.optim import MOMENT_FLUSH_EVERY, flush_tiny_moments, optimizer_step  # noqa: E402
+from rlkit_td3.update.optim import MOMENT_FLUSH_EVERY, flush_tiny_moments, optimizer_step  # noqa: E402
 
 _threshold_backward = torch.ops.aten.threshold_backward.grad_input
 _tanh_backward = torch.ops.aten.tanh_backward.grad_input
@@ -584,7 +585,8 @@ def run_timing(steps: int, reps: int) -> None:
 
 
 def run_library_timing(steps: int, reps: int, out: str | None) -> None:
-    """The library's ``model.train`` with ``use_fused_update`` on and off (`rlkit_td3.fused_update`), TD3 and DDPG,
+    """The library's ``model.train`` with ``use_fused_update`` on and off (`rlkit_td3.update.fused_update`), TD3 and
+    DDPG,
     timed interleaved in one process (on, off, on, off, ...); the same model, buffer and batch size."""
     lines = [
         f"model.train(gradient_steps={steps}, batch_size={BATCH}), obs 26, act 6, net [400, 300], "

@@ -43,10 +43,10 @@ import torch  # noqa: E402
 from benchmarks.fuzz_pickle import mutate_pickle, plain_data, use_pickle  # noqa: E402
 from rlkit_td3 import TD3  # noqa: E402
 from rlkit_td3.buffers import LAPReplayBuffer, PrioritizedReplayBuffer  # noqa: E402
-from rlkit_td3.file_reader import ModelFileError  # noqa: E402
+from rlkit_td3.fileio.file_reader import ModelFileError  # noqa: E402
 from rlkit_td3.her import HerReplayBuffer  # noqa: E402
+from rlkit_td3.persistence.sb3_zip import UnsupportedModelError  # noqa: E402
 from rlkit_td3.policies import Actor, TD3Policy  # noqa: E402
-from rlkit_td3.sb3_zip import UnsupportedModelError  # noqa: E402
 from rlkit_td3.vec_env import DummyVecEnv, VecNormalize  # noqa: E402
 from tests.model_fuzz import run_isolated  # noqa: E402
 
@@ -370,7 +370,7 @@ def build_doors(tmp: Path) -> dict[str, Door]:
 
 
 def _bit_flipping() -> Any:
-    from rlkit_td3.bit_flipping_env import BitFlippingEnv
+    from rlkit_td3.envs.bit_flipping_env import BitFlippingEnv
 
     return BitFlippingEnv(n_bits=4, continuous=True, max_steps=4)
 

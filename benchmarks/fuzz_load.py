@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 
 from rlkit_td3 import TD3  # noqa: E402
-from rlkit_td3.serialization import ModelFileError  # noqa: E402
+from rlkit_td3.fileio.serialization import ModelFileError  # noqa: E402
 from tests.model_fuzz import cases, run_isolated, structural_cases  # noqa: E402
 
 

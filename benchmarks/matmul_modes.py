@@ -1,7 +1,7 @@
 """Which library should compute the fused update's products on this CPU? Each ``fused_update_matmul`` value timed
 on one model per value, interleaved in one process (A B C A B C ...), so a slow phase of a shared machine hits all.
 
-What ``"auto"`` picks is a rule by CPU vendor and family (`rlkit_td3.fused_update.resolve_matmul`), not a timing:
+What ``"auto"`` picks is a rule by CPU vendor and family (`rlkit_td3.update.fused_update.resolve_matmul`), not a timing:
 this script is how the rule was measured, and how to check it on another CPU. The models have HalfCheetah's sizes
 (obs 26, act 6, net [400, 300], batch 256, the Zoo's TD3 settings of ``benchmarks/sbx_compare.py``) and a buffer of
 50,000 random transitions; each repetition times ``model.train(gradient_steps=N)`` per model. Ratios are the first
@@ -24,7 +24,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from sbx_compare import BATCH, _fill, _model, cpu_name, make_shape_env  # noqa: E402
 
-from rlkit_td3.fused_update import MATMUL_CHOICES, cpu_family, cpu_vendor, resolve_matmul  # noqa: E402
+from rlkit_td3.update.fused_update import MATMUL_CHOICES, cpu_family, cpu_vendor, resolve_matmul  # noqa: E402
 
 
 def main() -> None:

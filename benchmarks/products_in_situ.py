@@ -28,7 +28,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from sbx_compare import BATCH, _fill, _model, cpu_name, make_shape_env  # noqa: E402
 
-from rlkit_td3.fused_update import MATMUL_CHOICES, FusedUpdate, resolve_matmul  # noqa: E402
+from rlkit_td3.update.fused_update import MATMUL_CHOICES, FusedUpdate, resolve_matmul  # noqa: E402
 
 
 def main() -> None:

@@ -27,7 +27,7 @@ import pandas as pd
 from rlkit_td3.experiments import load_results
 from rlkit_td3.experiments.plots import plot_learning_curves
 from rlkit_td3.experiments.stats import iqm, run_scores, stratified_bootstrap_ci
-from rlkit_td3.serialization import atomic_write
+from rlkit_td3.fileio.serialization import atomic_write
 
 LAST_EVALS = 5
 LABELS = {"zoo": "TD3", "plus": "TD3+"}

@@ -1,6 +1,6 @@
 """mkdocs hook: replace ``<!-- doors -->`` with the table of every door into a model and what it checks.
 
-The table is built from ``DOORS`` in ``rlkit_td3/file_reader.py`` (parsed, not imported: the docs build needs no
+The table is built from ``DOORS`` in ``rlkit_td3/fileio/file_reader.py`` (parsed, not imported: the docs build needs no
 torch for this), so the Security page cannot drift from the registry the code and its tests use.
 """
 
@@ -10,7 +10,7 @@ import ast
 from pathlib import Path
 from typing import Any
 
-READER = Path(__file__).resolve().parents[1] / "rlkit_td3" / "file_reader.py"
+READER = Path(__file__).resolve().parents[1] / "rlkit_td3" / "fileio" / "file_reader.py"
 MARKER = "<!-- doors -->"
 
 

@@ -1,7 +1,8 @@
 """``BaseAlgorithm``: what every model has around its training loop, by Stable-Baselines3's names.
 
 The env it trains on (`BaseAlgorithm.get_env()` hands it back with SB3's ``VecEnv`` contract), the logger,
-``predict``, the parameters and the model file (``save``/``load``, whose bodies live in `rlkit_td3.checkpoint`).
+``predict``, the parameters and the model file (``save``/``load``, whose bodies live in
+`rlkit_td3.persistence.checkpoint`).
 The training loop and the update are in `rlkit_td3.off_policy.OffPolicyAlgorithm`, its subclass.
 """
 
@@ -19,17 +20,17 @@ import torch
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 
-from rlkit_td3 import model_files, parameters
-from rlkit_td3.checks import ValueAssertionError, check_bool, check_seed
-from rlkit_td3.dict_obs import check_dict_space, dict_obs_batch, obs_len
-from rlkit_td3.env_state import exact_resume_problem
+from rlkit_td3.checks.arguments import ValueAssertionError, check_bool, check_seed
+from rlkit_td3.fileio import model_files
+from rlkit_td3.fileio.serialization import require_bool, spaces_equal
 from rlkit_td3.logger import Logger, configure
 from rlkit_td3.noise import draw_noise, fit_noise_to_envs
+from rlkit_td3.persistence import parameters
+from rlkit_td3.persistence.env_state import exact_resume_problem
 from rlkit_td3.policies import TD3Policy, get_policy_class
 from rlkit_td3.policies.td3_policy import python_scalars
-from rlkit_td3.preprocessing import OBSERVATION_SPACES
+from rlkit_td3.preprocessing import OBSERVATION_SPACES, check_dict_space, dict_obs_batch, obs_len
 from rlkit_td3.schedules import Schedule, ScheduleLike, as_schedule
-from rlkit_td3.serialization import require_bool, spaces_equal
 from rlkit_td3.utils import _check_int, _latest_run_id, get_device
 from rlkit_td3.vec_env.base_vec_env import VecEnv
 from rlkit_td3.vec_env.gymnasium_bridge import GymnasiumVecEnv
@@ -85,7 +86,7 @@ class BaseAlgorithm:
         self._env_used_outside = False
         # load() brought the envs to the saved run's state with every env due for the reset the saved run would
         # do next (autoreset disabled): _last_obs is None, as SB3's after a load with force_reset=True, but the
-        # next learn resets them through that reset, not a fresh one (see rlkit_td3.env_state.restart_envs)
+        # next learn resets them through that reset, not a fresh one (see rlkit_td3.persistence.env_state.restart_envs)
         self._envs_restored = False
         self.observation_space: spaces.Box | None = None
         self.action_space: spaces.Box | None = None
@@ -524,7 +525,7 @@ class BaseAlgorithm:
             FileNotFoundError: no file at ``path`` (nor at ``path + ".zip"``).
         """
         # this library's format, or one another format claims (a Stable-Baselines3 2.x TD3/DDPG zip): see
-        # rlkit_td3.model_files
+        # rlkit_td3.fileio.model_files
         return model_files.format_for(path).load(
             cls,
             path,

@@ -44,7 +44,7 @@ def train(args: argparse.Namespace) -> int:
 
 
 def _check_seed(seed: int) -> int:
-    from rlkit_td3.checks import check_seed
+    from rlkit_td3.checks.arguments import check_seed
 
     try:
         return check_seed("--seed", seed)
@@ -57,11 +57,11 @@ def _load_run(run: str, env: str | None) -> tuple[Any, str]:
     checked: a file that does not load, or a model whose spaces are not the env's, is a `UsageError`."""
     import gymnasium as gym
 
-    from rlkit_td3 import TD3
     from rlkit_td3.experiments import algorithm_class, check_env_id
-    from rlkit_td3.file_reader import read_json_file
-    from rlkit_td3.sb3_import import is_sb3_zip
-    from rlkit_td3.serialization import read_model_zip, spaces_equal
+    from rlkit_td3.fileio.file_reader import read_json_file
+    from rlkit_td3.fileio.serialization import read_model_zip, spaces_equal
+    from rlkit_td3.persistence.sb3_import import is_sb3_zip
+    from rlkit_td3.td3 import TD3
 
     path = Path(run)
     if path.is_dir():

@@ -14,9 +14,9 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from rlkit_td3 import TD3
 from rlkit_td3.callbacks import BaseCallback
 from rlkit_td3.evaluation import evaluate_policy
+from rlkit_td3.td3 import TD3
 
 DEMO_ENV = "Pendulum-v1"
 DEMO_SETTINGS = dict(learning_starts=1000, gamma=0.98, policy_kwargs={"net_arch": [64, 64]}, seed=0)

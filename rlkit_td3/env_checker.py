@@ -42,7 +42,7 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.utils import env_checker as gym_checker
 
-from rlkit_td3.checks import check_bool
+from rlkit_td3.checks.arguments import check_bool
 
 N_NAN_CHECK_STEPS = 10
 """Random steps taken by the final check for NaN and infinite observations and rewards."""

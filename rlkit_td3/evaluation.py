@@ -19,7 +19,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, SyncVectorEnv, VectorEnv, VectorWrapper
 from gymnasium.wrappers.vector import RecordEpisodeStatistics
 
-from rlkit_td3.checks import check_bool
+from rlkit_td3.checks.arguments import check_bool
 from rlkit_td3.monitor import Monitor, is_monitored
 
 EvalCallbackFn = Callable[[dict[str, Any], dict[str, Any]], Any]

@@ -25,7 +25,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from rlkit_td3.serialization import atomic_path
+from rlkit_td3.fileio.serialization import atomic_path
 
 FORMATS = ("torchscript", "onnx")
 """Values accepted for ``format``."""

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import numpy as np
 
-from rlkit_td3.serialization import atomic_write
+from rlkit_td3.fileio.serialization import atomic_write
 
 if TYPE_CHECKING:
     import matplotlib.figure

@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any, TextIO
 import gymnasium as gym
 import numpy as np
 
-from rlkit_td3.checks import check_bool
-from rlkit_td3.file_reader import parse_json
-from rlkit_td3.serialization import atomic_write
+from rlkit_td3.checks.arguments import check_bool
+from rlkit_td3.fileio.file_reader import parse_json
+from rlkit_td3.fileio.serialization import atomic_write
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from rlkit_td3.serialization import ModelFileError
+from rlkit_td3.checks.state import _int, _number, check_numpy_rng_state
+from rlkit_td3.fileio.serialization import ModelFileError
 from rlkit_td3.utils import ValueAssertionError
-from rlkit_td3.validators import _int, _number, check_numpy_rng_state
 
 
 def _as_vector(value: Any, name: str) -> np.ndarray:

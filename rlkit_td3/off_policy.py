@@ -18,7 +18,6 @@ import torch
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 
-from rlkit_td3 import checkpoint, sb3_import  # noqa: F401  (they register their file formats)
 from rlkit_td3.base_class import BaseAlgorithm
 from rlkit_td3.buffers import (
     DictReplayBuffer,
@@ -29,19 +28,20 @@ from rlkit_td3.buffers import (
     ReplayBufferSamples,
 )
 from rlkit_td3.callbacks import MaybeCallback, convert_callback
-from rlkit_td3.checks import check_bool
-from rlkit_td3.dict_obs import obs_copy, obs_rows, obs_set_row, obs_where
-from rlkit_td3.fused_update import FusedUpdate, fused_reference
+from rlkit_td3.checks.arguments import check_bool
+from rlkit_td3.fileio.model_files import register_algorithm
 from rlkit_td3.her import HerReplayBuffer, per_env_infos
-from rlkit_td3.model_files import register_algorithm
 from rlkit_td3.noise import ActionNoise, NormalActionNoise, VectorizedActionNoise, draw_noise
-from rlkit_td3.optim import MOMENT_FLUSH_EVERY, flush_tiny_moments, optimizer_step, zero_grad
+from rlkit_td3.persistence import checkpoint, sb3_import  # noqa: F401  (they register their file formats)
 from rlkit_td3.policies import POLICY_ALIASES, TD3Policy
 from rlkit_td3.policies.td3_policy import python_scalars
+from rlkit_td3.preprocessing import obs_copy, obs_rows, obs_set_row, obs_where
 from rlkit_td3.schedules import (
     ScheduleLike,
     as_schedule,
 )
+from rlkit_td3.update.fused_update import FusedUpdate, fused_reference
+from rlkit_td3.update.optim import MOMENT_FLUSH_EVERY, flush_tiny_moments, optimizer_step, zero_grad
 from rlkit_td3.utils import (
     NonFiniteError,
     _check_float,
@@ -116,7 +116,7 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         device: ``"auto"``, ``"cpu"``, ``"cuda"``, ...
 
     Attributes:
-        use_fused_update: ``train`` makes each eligible update with `rlkit_td3.fused_update.FusedUpdate`, the
+        use_fused_update: ``train`` makes each eligible update with `rlkit_td3.update.fused_update.FusedUpdate`, the
             same update as `_train_step` without autograd's overhead (bit for bit with the reference products, see
             ``fused_update_matmul``); ``False`` always uses `_train_step`. Default True; not saved (a loaded model
             starts with True).
@@ -126,7 +126,7 @@ class OffPolicyAlgorithm(BaseAlgorithm):
             times MKL's speed on AMD Zen 5 CPUs); ``"mixed"``, the same at one thread, and at several threads oneDNN
             for those products of a single network and the reference's batched call for the critic ensemble's
             (faster on AMD Zen 4); ``"auto"`` (the default), ``"onednn"`` or ``"mixed"`` on AMD CPUs by CPU family and
-            the reference calls elsewhere (`rlkit_td3.fused_update.resolve_matmul`).
+            the reference calls elsewhere (`rlkit_td3.update.fused_update.resolve_matmul`).
             Saved with a checkpoint's training state, so a resumed run makes the same choice.
     """
 
@@ -232,7 +232,7 @@ class OffPolicyAlgorithm(BaseAlgorithm):
 
     @property
     def use_fused_update(self) -> bool:
-        """Whether ``train`` makes eligible updates with `rlkit_td3.fused_update.FusedUpdate` (see the class
+        """Whether ``train`` makes eligible updates with `rlkit_td3.update.fused_update.FusedUpdate` (see the class
         docstring); set it to True or False (a bool: anything else is a ``TypeError``)."""
         return self._use_fused_update
 

@@ -18,8 +18,9 @@ from typing import IO, Any
 
 import cloudpickle
 
-from rlkit_td3.file_reader import unpickle, unpickle_plain_data
-from rlkit_td3.serialization import require_bool
+from rlkit_td3.checks.errors import ModelFileError, UnsupportedModelError
+from rlkit_td3.fileio.file_reader import unpickle, unpickle_plain_data
+from rlkit_td3.fileio.serialization import remove_stale_temporaries, require_bool
 
 _MODES = {"w": "w", "write": "w", "r": "r", "read": "r"}
 
@@ -115,4 +116,11 @@ def load_from_pkl(path: str | os.PathLike[str] | IO[bytes], verbose: int = 0, al
         return unpickle_plain_data(stream, f"{path!r}")
 
 
-__all__ = ["load_from_pkl", "open_path", "save_to_pkl"]
+__all__ = [
+    "ModelFileError",
+    "UnsupportedModelError",
+    "load_from_pkl",
+    "open_path",
+    "remove_stale_temporaries",
+    "save_to_pkl",
+]

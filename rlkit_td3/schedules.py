@@ -4,7 +4,7 @@ A schedule maps the *remaining progress* of a ``learn()`` call (1 at the start, 
 as in Stable-Baselines3) to a value; a call that finishes an unfinished one, such as a run resumed from a
 checkpoint, continues its progress (see ``OffPolicyAlgorithm.learn``). A plain float is a constant schedule.
 The two classes here can be described in JSON, so a saved model stores them declaratively; any other callable
-works while training but is only saved through the pickle fallback (see `rlkit_td3.serialization`).
+works while training but is only saved through the pickle fallback (see `rlkit_td3.fileio.serialization`).
 
 A schedule may keep state of its own (a count of calls, a plateau detector): give it the component state
 protocol, ``state_dict()`` returning JSON-serialisable data and ``load_state_dict(state)`` checking and
@@ -22,8 +22,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from rlkit_td3.serialization import ModelFileError
-from rlkit_td3.validators import _number
+from rlkit_td3.checks.state import _number
+from rlkit_td3.fileio.serialization import ModelFileError
 
 _FLOAT32_MAX = float(np.finfo(np.float32).max)  # a value the float32 optimizers can hold
 

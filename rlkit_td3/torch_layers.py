@@ -19,7 +19,7 @@ import torch
 from gymnasium import spaces
 from torch import nn
 
-from rlkit_td3.checks import ValueAssertionError, check_bool
+from rlkit_td3.checks.arguments import ValueAssertionError, check_bool
 from rlkit_td3.preprocessing import get_flattened_obs_dim, is_image_space, is_image_space_channels_first
 
 

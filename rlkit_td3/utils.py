@@ -23,8 +23,8 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
-from rlkit_td3.checks import ValueAssertionError as ValueAssertionError  # noqa: F401  (public here, as before)
-from rlkit_td3.checks import check_bool, check_seed
+from rlkit_td3.checks.arguments import ValueAssertionError as ValueAssertionError  # noqa: F401  (public here, as before)
+from rlkit_td3.checks.arguments import check_bool, check_seed
 from rlkit_td3.schedules import ConstantSchedule, LinearSchedule, Schedule
 from rlkit_td3.version import __version__
 

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 import gymnasium
 import numpy as np
 
-from rlkit_td3.serialization import atomic_path
+from rlkit_td3.fileio.serialization import atomic_path
 
 _SUFFIXES = (".mp4", ".gif")
 _GIF_MAX_FPS = 20

@@ -1,6 +1,6 @@
 """Corrupted model files for the loader's fuzz tests (``tests/test_security.py``) and the longer run in
 ``benchmarks/fuzz_load.py``. Each case is ``(kind, bytes)``; every one must load cleanly or raise
-:class:`~rlkit_td3.serialization.ModelFileError`.
+:class:`~rlkit_td3.fileio.serialization.ModelFileError`.
 
 Two modes:
 

@@ -1,5 +1,5 @@
 """Every public bool switch takes True/False (NumPy bools too) and nothing else: ``"False"`` or ``0`` is a TypeError
-naming the parameter (one rule, `rlkit_td3.checks.check_bool`)."""
+naming the parameter (one rule, `rlkit_td3.checks.arguments.check_bool`)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import pytest
 from conftest import make_counter
 
 from rlkit_td3 import TD3, HerReplayBuffer
-from rlkit_td3.bit_flipping_env import BitFlippingEnv
 from rlkit_td3.buffers import ReplayBuffer
 from rlkit_td3.callbacks import CheckpointCallback, EvalCallback, convert_callback
-from rlkit_td3.checks import check_bool
+from rlkit_td3.checks.arguments import check_bool
 from rlkit_td3.env_checker import check_env
+from rlkit_td3.envs.bit_flipping_env import BitFlippingEnv
 from rlkit_td3.evaluation import evaluate_policy
 from rlkit_td3.monitor import Monitor
 from rlkit_td3.torch_layers import CombinedExtractor, NatureCNN

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from rlkit_td3 import TD3
-from rlkit_td3.file_reader import MAX_JSON_DEPTH, ModelFileError, ZipReader, json_depth, parse_json
+from rlkit_td3.fileio.file_reader import MAX_JSON_DEPTH, ModelFileError, ZipReader, json_depth, parse_json
 from rlkit_td3.policies import TD3Policy
 from rlkit_td3.vec_env import DummyVecEnv, VecNormalize
 
@@ -205,7 +205,7 @@ def test_json_depth_is_checked_before_parsing():
 def test_a_tensor_that_views_more_than_its_storage_is_refused():
     import torch
 
-    from rlkit_td3.file_reader import load_tensors
+    from rlkit_td3.fileio.file_reader import load_tensors
 
     buf = io.BytesIO()
     torch.save({"w": torch.zeros(1).expand(2**20)}, buf)  # saved as a view: 2**20 values over one

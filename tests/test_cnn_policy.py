@@ -14,9 +14,9 @@ from gymnasium import spaces
 from torch import nn
 
 from rlkit_td3 import DDPG, TD3
+from rlkit_td3.fileio.serialization import ModelFileError
 from rlkit_td3.noise import NormalActionNoise
 from rlkit_td3.policies import CnnPolicy, MultiInputPolicy, TD3Policy
-from rlkit_td3.serialization import ModelFileError
 from rlkit_td3.torch_layers import NatureCNN
 
 ACT = spaces.Box(-1.0, 1.0, (2,), np.float32)

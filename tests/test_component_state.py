@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from rlkit_td3 import TD3
+from rlkit_td3.fileio.serialization import ModelFileError
 from rlkit_td3.noise import ActionNoise, VectorizedActionNoise
-from rlkit_td3.serialization import ModelFileError
 from tests.test_resume import _assert_same_run, _entries
 
 SMALL = dict(batch_size=32, buffer_size=2000, learning_starts=100, policy_kwargs={"net_arch": [16, 16]}, seed=0)
@@ -357,9 +357,9 @@ def _equal_states(a: dict[str, Any], b: dict[str, Any]) -> None:
 
 
 def test_env_records_fused_update_and_run_state_round_trip():
-    from rlkit_td3.env_state import EnvRecords, env_rng_states
-    from rlkit_td3.fused_update import FusedUpdateState
-    from rlkit_td3.training_state import RunState, TrainingState
+    from rlkit_td3.persistence.env_state import EnvRecords, env_rng_states
+    from rlkit_td3.persistence.training_state import RunState, TrainingState
+    from rlkit_td3.update.fused_update import FusedUpdateState
 
     model, other = _trained(0), _trained(1, 110)
     model.fused_update_matmul = "reference"
@@ -395,7 +395,8 @@ def test_env_records_fused_update_and_run_state_round_trip():
     ],
 )
 def test_the_run_components_refuse_corrupt_states(component, change, message):
-    from rlkit_td3 import env_state, fused_update, training_state
+    from rlkit_td3.persistence import env_state, training_state
+    from rlkit_td3.update import fused_update
 
     cls = {
         "EnvRecords": env_state.EnvRecords,

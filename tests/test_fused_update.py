@@ -1,4 +1,5 @@
-"""The fused update (`rlkit_td3.fused_update`) is `_train_step` bit for bit, is used only where it is eligible, and
+"""The fused update (`rlkit_td3.update.fused_update`) is `_train_step` bit for bit, is used only where it is
+eligible, and
 notices when what it was built for changes."""
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ from torch import nn
 
 from rlkit_td3 import DDPG, TD3
 from rlkit_td3.buffers import PrioritizedReplayBuffer, ReplayBufferSamples
-from rlkit_td3.fused_update import (
+from rlkit_td3.schedules import LinearSchedule
+from rlkit_td3.torch_layers import BaseFeaturesExtractor
+from rlkit_td3.update.fused_update import (
     FusedUpdate,
     _onednn_product,
     _onednn_products,
@@ -24,8 +27,6 @@ from rlkit_td3.fused_update import (
     onednn_matmul_available,
     resolve_matmul,
 )
-from rlkit_td3.schedules import LinearSchedule
-from rlkit_td3.torch_layers import BaseFeaturesExtractor
 from rlkit_td3.utils import NonFiniteError
 from tests.test_resume import _assert_same_run, _entries
 
@@ -598,7 +599,7 @@ def test_exact_resume_with_onednn_products(tmp_path, matmul):
 
 
 def test_auto_picks_onednn_on_amd_cpus_by_family(monkeypatch):
-    import rlkit_td3.matmul_choice as fu  # the choice moved there from fused_update
+    import rlkit_td3.update.matmul_choice as fu  # the choice moved there from fused_update
 
     fast = onednn_matmul_available(torch.float32) and torch.backends.mkl.is_available()
     monkeypatch.setattr(fu, "cpu_vendor", lambda: "AuthenticAMD")
@@ -640,7 +641,7 @@ def test_the_family_is_read_from_the_cpu():
 
 
 def test_the_cpu_id_is_read_from_the_windows_processor_name(monkeypatch):
-    import rlkit_td3.matmul_choice as fu  # the choice moved there from fused_update
+    import rlkit_td3.update.matmul_choice as fu  # the choice moved there from fused_update
 
     original = Path.read_text
 

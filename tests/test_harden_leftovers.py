@@ -10,8 +10,8 @@ import time
 import zipfile
 
 from rlkit_td3 import TD3
-from rlkit_td3.load_arguments import printable
-from rlkit_td3.serialization import STALE_TEMPORARY_SECONDS, atomic_write
+from rlkit_td3.fileio.serialization import STALE_TEMPORARY_SECONDS, atomic_write
+from rlkit_td3.persistence.load_arguments import printable
 
 
 def test_a_killed_saves_temporary_is_removed_by_the_next_save(tmp_path):

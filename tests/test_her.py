@@ -19,9 +19,9 @@ from rlkit_td3 import TD3
 from rlkit_td3 import HerReplayBuffer as TopLevelHer
 from rlkit_td3.buffers import BUFFER_REGISTRY, DictReplayBuffer
 from rlkit_td3.evaluation import evaluate_policy
+from rlkit_td3.fileio.serialization import ModelFileError
 from rlkit_td3.her import GoalSelectionStrategy, HerReplayBuffer
 from rlkit_td3.off_policy import NonFiniteError
-from rlkit_td3.serialization import ModelFileError
 
 ACTION_SPACE = spaces.Box(-1.0, 1.0, (2,), np.float32)
 
@@ -749,7 +749,7 @@ BIT_FLIPPING_BUDGET = 8000
 
 
 def test_dict_spaces_round_trip_through_model_metadata():
-    from rlkit_td3.serialization import space_from_dict, space_to_dict, spaces_equal
+    from rlkit_td3.fileio.serialization import space_from_dict, space_to_dict, spaces_equal
 
     space = _dict_space()
     spec = json.loads(json.dumps(space_to_dict(space)))

@@ -9,7 +9,7 @@ import pytest
 from conftest import make_counter
 
 from rlkit_td3 import TD3, HerReplayBuffer
-from rlkit_td3.bit_flipping_env import BitFlippingEnv
+from rlkit_td3.envs.bit_flipping_env import BitFlippingEnv
 from rlkit_td3.export import export
 
 

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from rlkit_td3 import DDPG, TD3
-from rlkit_td3.serialization import ModelFileError, read_model_zip
+from rlkit_td3.fileio.serialization import ModelFileError, read_model_zip
 from tests.model_fuzz import _decode, _encode, _entries, _npy, _zip, run_isolated
 
 TINY = dict(learning_starts=50, batch_size=16, buffer_size=500, policy_kwargs={"net_arch": [8]}, seed=0)
@@ -76,7 +76,7 @@ def test_allow_pickle_must_be_a_bool_and_the_pickle_never_runs(tmp_path, genuine
 
 
 def test_a_numpy_false_allow_pickle_is_false_and_the_pickle_never_runs(tmp_path, genuine):
-    # a NumPy bool is a bool, as for every switch (rlkit_td3.checks.check_bool)
+    # a NumPy bool is a bool, as for every switch (rlkit_td3.checks.arguments.check_bool)
     marker = tmp_path / "pwned"
     entries = _entries(genuine)
     meta = json.loads(entries["metadata.json"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rlkit_td3 import DDPG, TD3
-from rlkit_td3.model_files import (
+from rlkit_td3.fileio.model_files import (
     ALGORITHMS,
     FILE_FORMATS,
     FileFormat,

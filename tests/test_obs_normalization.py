@@ -15,8 +15,8 @@ from gymnasium import spaces
 from rlkit_td3 import DDPG, TD3
 from rlkit_td3.evaluation import evaluate_policy
 from rlkit_td3.export import export
+from rlkit_td3.fileio.serialization import ModelFileError
 from rlkit_td3.running_mean_std import RunningMeanStd
-from rlkit_td3.serialization import ModelFileError
 
 SMALL = {"net_arch": [16], "normalize_obs": True}
 

@@ -1,4 +1,4 @@
-"""Every byte from a file goes through `rlkit_td3.file_reader`: no other module of the package calls a loader.
+"""Every byte from a file goes through `rlkit_td3.fileio.file_reader`: no other module of the package calls a loader.
 
 The package is parsed with `ast` (not grepped, so a comment or a docstring mentioning ``torch.load`` does not count
 and an aliased import does): a call of ``numpy.load``, ``torch.load``, ``json.load(s)``, ``pickle.load(s)``,
@@ -16,7 +16,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "rlkit_td3"
-READER = PACKAGE / "file_reader.py"
+READER = PACKAGE / "fileio" / "file_reader.py"
 LOADER_MODULES = {"numpy", "torch", "json", "pickle", "cloudpickle"}
 LOADER_FUNCTIONS = {"load", "loads"}
 ALLOWED: dict[tuple[str, str], str] = {
@@ -102,7 +102,7 @@ def test_no_module_but_the_reader_reads_files():
         for hit in loader_calls(path.read_text(), rel):
             if (rel, hit.split(": ", 1)[1]) not in ALLOWED:
                 offenders.append(f"{rel}:{hit}")
-    assert not offenders, "read these through rlkit_td3.file_reader:\n" + "\n".join(offenders)
+    assert not offenders, "read these through rlkit_td3.fileio.file_reader:\n" + "\n".join(offenders)
     assert all(reason for reason in ALLOWED.values())
 
 
@@ -118,14 +118,15 @@ def _package_imports(path: Path) -> set[str]:
 
 
 def test_the_reader_imports_no_other_module_of_the_package():
-    # only its plain-data unpickler, which itself imports nothing of the package
-    assert _package_imports(READER) == {"rlkit_td3.plain_pickle"}
+    # only its plain-data unpickler and the error class, neither of which imports anything of the package
+    assert _package_imports(READER) == {"rlkit_td3.fileio.plain_pickle", "rlkit_td3.checks.errors"}
     assert _package_imports(READER.with_name("plain_pickle.py")) == set()
+    assert _package_imports(PACKAGE / "checks" / "errors.py") == set()
 
 
-@pytest.mark.parametrize("door", sorted(importlib.import_module("rlkit_td3.file_reader").DOORS))
+@pytest.mark.parametrize("door", sorted(importlib.import_module("rlkit_td3.fileio.file_reader").DOORS))
 def test_every_door_names_a_real_function_that_reads_through_the_reader(door):
-    from rlkit_td3.file_reader import DOORS
+    from rlkit_td3.fileio.file_reader import DOORS
 
     dotted, checks = DOORS[door]
     assert len(checks) > 20
@@ -148,7 +149,7 @@ def test_the_security_page_lists_every_door_from_the_registry():
 
     sys.path.insert(0, str(ROOT))
     from docs_hooks.security import MARKER, doors_table, on_page_markdown, read_doors
-    from rlkit_td3.file_reader import DOORS
+    from rlkit_td3.fileio.file_reader import DOORS
 
     assert read_doors() == DOORS  # the hook reads the very registry the code holds
     page = (ROOT / "docs" / "security.md").read_text()

@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from rlkit_td3 import DDPG, TD3
-from rlkit_td3.optim import optimizer_step, zero_grad
+from rlkit_td3.update.optim import optimizer_step, zero_grad
 
 
 def _pair(optimizer_class, **kwargs):
@@ -84,7 +84,9 @@ def test_fused_groups_call_the_kernel_directly_and_bitwise(optimizer_class, kwar
             elif step == 0:
                 optimizer_step(opt)
             else:
-                with mock.patch("rlkit_td3.optim._functional_adam", side_effect=AssertionError("functional called")):
+                with mock.patch(
+                    "rlkit_td3.update.optim._functional_adam", side_effect=AssertionError("functional called")
+                ):
                     optimizer_step(opt)
     _assert_same(nets, optimizers)
 

@@ -12,9 +12,9 @@ import torch
 from torch import nn
 
 from rlkit_td3 import TD3
+from rlkit_td3.fileio.serialization import ModelFileError
 from rlkit_td3.policies import TD3Policy
 from rlkit_td3.policies.td3_policy import expected_state_shapes
-from rlkit_td3.serialization import ModelFileError
 from tests.conftest import make_counter
 from tests.model_fuzz import cases
 

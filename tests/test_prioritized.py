@@ -15,7 +15,7 @@ from scipy import stats
 from rlkit_td3 import TD3
 from rlkit_td3.buffers import LAPReplayBuffer, PrioritizedReplayBuffer, PrioritizedReplayBufferSamples
 from rlkit_td3.buffers.prioritized import SumTree
-from rlkit_td3.serialization import ModelFileError
+from rlkit_td3.fileio.serialization import ModelFileError
 
 OBS = spaces.Box(-np.inf, np.inf, (2,), np.float32)
 ACT = spaces.Box(-1, 1, (1,), np.float32)

@@ -388,7 +388,7 @@ def test_files_without_the_new_fields_still_load(tmp_path):
     ],
 )
 def test_malformed_new_fields_are_refused(tmp_path, key, value):
-    from rlkit_td3.serialization import ModelFileError
+    from rlkit_td3.fileio.serialization import ModelFileError
 
     _pendulum().learn(60).save(tmp_path / "m.zip")
     _rewrite_training_state(tmp_path / "m.zip", lambda state: state.__setitem__(key, value))
@@ -397,7 +397,7 @@ def test_malformed_new_fields_are_refused(tmp_path, key, value):
 
 
 def test_start_after_total_is_refused(tmp_path):
-    from rlkit_td3.serialization import ModelFileError
+    from rlkit_td3.fileio.serialization import ModelFileError
 
     _pendulum().learn(60).save(tmp_path / "m.zip")
     _rewrite_training_state(tmp_path / "m.zip", lambda state: state.update(start_timesteps=50, total_timesteps=40))

@@ -11,9 +11,9 @@ import pytest
 import torch
 
 from rlkit_td3 import DDPG, TD3
+from rlkit_td3.fileio.serialization import ModelFileError
 from rlkit_td3.noise import OrnsteinUhlenbeckActionNoise
 from rlkit_td3.schedules import LinearSchedule
-from rlkit_td3.serialization import ModelFileError
 
 SMALL = dict(learning_starts=100, batch_size=32, policy_kwargs={"net_arch": [32, 32]}, seed=0)
 

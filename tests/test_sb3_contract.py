@@ -197,7 +197,7 @@ def test_a_dict_with_discrete_entries_learns_with_vec_normalize_of_its_box_keys(
 
 
 def test_saved_discrete_space_descriptions_round_trip_and_forged_sizes_are_refused():
-    from rlkit_td3.serialization import ModelFileError, space_from_dict, space_to_dict
+    from rlkit_td3.fileio.serialization import ModelFileError, space_from_dict, space_to_dict
 
     for space in (spaces.Discrete(3, start=1), spaces.MultiDiscrete([[2, 3], [4, 5]]), spaces.MultiBinary(4)):
         assert space_from_dict(json.loads(json.dumps(space_to_dict(space)))) == space

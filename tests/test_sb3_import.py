@@ -1,4 +1,4 @@
-"""Loading model files written by Stable-Baselines3 2.x TD3 / DDPG (rlkit_td3.sb3_import)."""
+"""Loading model files written by Stable-Baselines3 2.x TD3 / DDPG (rlkit_td3.persistence.sb3_import)."""
 
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ from stable_baselines3.common.noise import NormalActionNoise as SB3NormalNoise
 from stable_baselines3.common.noise import OrnsteinUhlenbeckActionNoise as SB3OUNoise
 
 from rlkit_td3 import DDPG, TD3
+from rlkit_td3.fileio.serialization import ModelFileError
 from rlkit_td3.noise import NormalActionNoise, OrnsteinUhlenbeckActionNoise
-from rlkit_td3.sb3_import import UnsupportedModelError, is_sb3_zip
-from rlkit_td3.serialization import ModelFileError
+from rlkit_td3.persistence.sb3_import import UnsupportedModelError, is_sb3_zip
 
 N_OBS = 1000
 

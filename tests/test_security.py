@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from rlkit_td3 import TD3
-from rlkit_td3.serialization import ModelFileError
+from rlkit_td3.fileio.serialization import ModelFileError
 from rlkit_td3.utils import NonFiniteError
 from tests.model_fuzz import STRUCTURAL_MUTATIONS, _entries, _zip, cases, run_isolated, structural_cases
 

@@ -85,7 +85,7 @@ def test_separate_learning_rates_and_schedule():
 
 
 def test_flush_tiny_moments_zeroes_only_negligible_entries():
-    from rlkit_td3.optim import flush_tiny_moments
+    from rlkit_td3.update.optim import flush_tiny_moments
 
     param = torch.nn.Parameter(torch.zeros(5))
     optimizer = torch.optim.Adam([param])

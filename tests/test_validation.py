@@ -259,8 +259,8 @@ def test_schedules_take_numpy_scalars_and_refuse_non_numbers():
 def test_schedule_values_keep_the_bound_a_model_file_keeps():
     """The constructor refuses what loading refuses: a schedule value beyond float32 (the file bound of
     `check_schedule_spec`), so no model can be built, trained to NaN and then saved unloadable."""
+    from rlkit_td3.fileio.serialization import ModelFileError
     from rlkit_td3.schedules import LinearSchedule, as_schedule, check_schedule_spec
-    from rlkit_td3.serialization import ModelFileError
 
     top = float(np.finfo(np.float32).max)
     assert as_schedule(top)(1.0) == top

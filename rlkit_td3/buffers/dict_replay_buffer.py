@@ -26,12 +26,12 @@ from rlkit_td3.buffers.replay_buffer import (
     sb3_episode_flags,
     timeouts_as_terminations,
 )
-from rlkit_td3.checks import check_bool
-from rlkit_td3.dict_obs import check_dict_space
-from rlkit_td3.file_reader import ZipReader, parse_json, read_npy_member
-from rlkit_td3.serialization import ModelFileError, atomic_write
+from rlkit_td3.checks.arguments import check_bool
+from rlkit_td3.checks.state import MAX_BUFFER_META_BYTES
+from rlkit_td3.fileio.file_reader import ZipReader, parse_json, read_npy_member
+from rlkit_td3.fileio.serialization import ModelFileError, atomic_write
+from rlkit_td3.preprocessing import check_dict_space
 from rlkit_td3.utils import get_device
-from rlkit_td3.validators import MAX_BUFFER_META_BYTES
 
 
 class DictReplayBufferSamples(NamedTuple):

@@ -24,9 +24,9 @@ import torch
 from gymnasium import spaces
 
 from rlkit_td3.buffers.replay_buffer import ReplayBuffer
-from rlkit_td3.file_reader import ZipReader, parse_json, read_npy_member
-from rlkit_td3.serialization import ModelFileError
-from rlkit_td3.validators import MAX_BUFFER_META_BYTES
+from rlkit_td3.checks.state import MAX_BUFFER_META_BYTES
+from rlkit_td3.fileio.file_reader import ZipReader, parse_json, read_npy_member
+from rlkit_td3.fileio.serialization import ModelFileError
 
 
 class NStepReplayBufferSamples(NamedTuple):

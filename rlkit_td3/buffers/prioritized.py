@@ -28,9 +28,9 @@ from gymnasium import spaces
 
 from rlkit_td3.buffers.n_step import NStepReplayBuffer
 from rlkit_td3.buffers.replay_buffer import normalize_samples
-from rlkit_td3.file_reader import ZipReader, parse_json, read_npy_member
-from rlkit_td3.serialization import ModelFileError
-from rlkit_td3.validators import MAX_BUFFER_META_BYTES
+from rlkit_td3.checks.state import MAX_BUFFER_META_BYTES
+from rlkit_td3.fileio.file_reader import ZipReader, parse_json, read_npy_member
+from rlkit_td3.fileio.serialization import ModelFileError
 
 PRIORITIZATIONS = ("proportional", "lap")
 

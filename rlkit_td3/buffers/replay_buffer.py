@@ -30,13 +30,12 @@ import torch
 from gymnasium import spaces
 
 from rlkit_td3.buffers.episode_flags import EpisodeFlags
-from rlkit_td3.checks import check_bool
-from rlkit_td3.dict_obs import flat_obs_dim
-from rlkit_td3.file_reader import ZipReader, parse_json, read_npy_member
-from rlkit_td3.preprocessing import OBSERVATION_SPACES, get_obs_shape, is_image_space
-from rlkit_td3.serialization import ModelFileError, atomic_write
+from rlkit_td3.checks.arguments import check_bool
+from rlkit_td3.checks.state import MAX_BUFFER_META_BYTES, _int, check_allocation, check_numpy_rng_state
+from rlkit_td3.fileio.file_reader import ZipReader, parse_json, read_npy_member
+from rlkit_td3.fileio.serialization import ModelFileError, atomic_write
+from rlkit_td3.preprocessing import OBSERVATION_SPACES, flat_obs_dim, get_obs_shape, is_image_space
 from rlkit_td3.utils import get_device
-from rlkit_td3.validators import MAX_BUFFER_META_BYTES, _int, check_allocation, check_numpy_rng_state
 
 
 class ReplayBufferSamples(NamedTuple):
@@ -461,7 +460,7 @@ class ReplayBuffer:
     def check_memory(
         cls, buffer_size: int, observation_space: spaces.Space, action_space: spaces.Space, optimize_memory_usage: bool
     ) -> None:
-        """Refuse (`rlkit_td3.validators.check_allocation`) a buffer of ``buffer_size`` transitions that this machine
+        """Refuse (`rlkit_td3.checks.state.check_allocation`) a buffer of ``buffer_size`` transitions that this machine
         could not hold, before allocating it (loading a model file whose ``buffer_size`` was forged)."""
         obs_dim, act_dim = flat_obs_dim(observation_space), int(np.prod(action_space.shape))
         per_row = 4 * (obs_dim * (1 if optimize_memory_usage else 2) + act_dim + 1) + 2

@@ -26,7 +26,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from rlkit_td3.checks import check_bool
+from rlkit_td3.checks.arguments import check_bool
 
 IMAGE_SIDE = 36
 """Side of the square image observations (the smallest the default CNN takes)."""

@@ -30,8 +30,8 @@ from rlkit_td3.experiments.plots import plot_learning_curves
 from rlkit_td3.experiments.presets import ConfigError, _did_you_mean
 from rlkit_td3.experiments.runner import RunSpec, read_evaluations
 from rlkit_td3.experiments.stats import RESULT_COLUMNS, summarize, summary_markdown
-from rlkit_td3.file_reader import read_json_file
-from rlkit_td3.serialization import atomic_write
+from rlkit_td3.fileio.file_reader import read_json_file
+from rlkit_td3.fileio.serialization import atomic_write
 
 RESULT_FILE = "result.json"
 SWEEP_FILE = "sweep.json"

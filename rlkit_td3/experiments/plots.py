@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from rlkit_td3.experiments.stats import mean_ci_band
-from rlkit_td3.serialization import atomic_path
+from rlkit_td3.fileio.serialization import atomic_path
 
 
 def _file_name(env: str) -> str:

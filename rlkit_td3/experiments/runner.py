@@ -22,10 +22,10 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from rlkit_td3.checks import check_seed
+from rlkit_td3.checks.arguments import check_seed
 from rlkit_td3.experiments.presets import ConfigError, algorithm_class, make_model, resolve_config
-from rlkit_td3.file_reader import parse_json, read_json_file, read_npz_file
-from rlkit_td3.serialization import atomic_write
+from rlkit_td3.fileio.file_reader import parse_json, read_json_file, read_npz_file
+from rlkit_td3.fileio.serialization import atomic_write
 
 CHECKPOINT_DIR = "checkpoints"
 RUN_FILES = ("model.zip", "config.json", "monitor.csv", "progress.csv", "evaluations.npz", CHECKPOINT_DIR)
@@ -110,7 +110,7 @@ def _check_device(device: Any) -> None:
 
 def check_env_id(env_id: str) -> None:
     """Raise ConfigError naming ``env_id`` and its close matches when it is not a registered gymnasium id."""
-    import rlkit_td3  # noqa: F401  (registers the Bullet ids)
+    import rlkit_td3.envs  # noqa: F401  (registers the Bullet ids)
 
     if env_id not in gym.registry:
         close = difflib.get_close_matches(str(env_id), list(gym.registry), n=3, cutoff=0.6)

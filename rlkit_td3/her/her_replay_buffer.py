@@ -36,11 +36,11 @@ from gymnasium.vector import VectorEnv
 
 from rlkit_td3.buffers.dict_replay_buffer import DictReplayBuffer, DictReplayBufferSamples
 from rlkit_td3.buffers.replay_buffer import normalize_samples, sb3_episode_flags, timeouts_as_terminations
-from rlkit_td3.checks import check_bool
-from rlkit_td3.file_reader import ZipReader, parse_json, read_npy_member
+from rlkit_td3.checks.arguments import check_bool
+from rlkit_td3.checks.state import _int
+from rlkit_td3.fileio.file_reader import ZipReader, parse_json, read_npy_member
+from rlkit_td3.fileio.serialization import ModelFileError
 from rlkit_td3.her.goal_selection_strategy import GoalSelectionStrategy, goal_selection_strategy
-from rlkit_td3.serialization import ModelFileError
-from rlkit_td3.validators import _int
 
 MAX_INFOS_BYTES = 2**31
 """Largest JSON record of info dicts (``copy_info_dict=True``) a buffer file may hold."""

@@ -1,7 +1,8 @@
 """What a file's metadata declares its networks to need: the sizes of an ``MlpPolicy`` from its spaces and
 ``net_arch``, and from them the largest byte size each network entry of a model or policy file may have.
 
-The model loader (`rlkit_td3.file_checks.entry_byte_limits`), ``TD3Policy.load`` and ``set_parameters(path)``
+The model loader (`rlkit_td3.persistence.file_checks.entry_byte_limits`), ``TD3Policy.load`` and
+``set_parameters(path)``
 all bound the entries they read with `network_byte_limits()`, so no door reads more for a net than the net
 the file declares could hold.
 """
@@ -11,10 +12,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from rlkit_td3.file_reader import MAX_ENTRY_BYTES
+from rlkit_td3.checks.state import ENTRY_OVERHEAD_BYTES, TENSOR_OVERHEAD_BYTES, _int
+from rlkit_td3.fileio.file_reader import MAX_ENTRY_BYTES
+from rlkit_td3.fileio.serialization import METADATA_ENTRY, ModelFileError
 from rlkit_td3.policies.networks import parse_net_arch
-from rlkit_td3.serialization import METADATA_ENTRY, ModelFileError
-from rlkit_td3.validators import ENTRY_OVERHEAD_BYTES, TENSOR_OVERHEAD_BYTES, _int
 
 
 def box_size(metadata: dict[str, Any], key: str) -> int:

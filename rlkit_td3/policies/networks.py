@@ -14,7 +14,7 @@ import torch
 from gymnasium import spaces
 from torch import nn
 
-from rlkit_td3.checks import check_bool
+from rlkit_td3.checks.arguments import check_bool
 from rlkit_td3.policies.registry import POLICY_ALIASES
 from rlkit_td3.preprocessing import is_image_space, preprocess_obs
 

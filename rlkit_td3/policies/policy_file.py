@@ -15,23 +15,21 @@ import numpy as np
 import torch
 from torch import nn
 
-from rlkit_td3.policies.declared_size import network_byte_limits
-from rlkit_td3.policies.networks import DEFAULT_NET_ARCH, parse_net_arch
-from rlkit_td3.policies.registry import POLICY_ALIASES
-from rlkit_td3.serialization import (
+from rlkit_td3.checks.state import ACTIVATIONS, OPTIMIZERS, allowed_class, class_from_name
+from rlkit_td3.fileio.serialization import (
     FORMAT_NAME,
     FORMAT_VERSION,
     ModelFileError,
-    class_from_name,
     class_to_name,
     read_model_zip,
     space_from_dict,
     space_to_dict,
     write_model_zip,
 )
-from rlkit_td3.state_checks import ACTIVATIONS, OPTIMIZERS
+from rlkit_td3.policies.declared_size import network_byte_limits
+from rlkit_td3.policies.networks import DEFAULT_NET_ARCH, parse_net_arch
+from rlkit_td3.policies.registry import POLICY_ALIASES
 from rlkit_td3.torch_layers import FEATURES_EXTRACTORS
-from rlkit_td3.validators import allowed_class
 from rlkit_td3.version import __version__
 
 POLICY_CONTENT = "policy"

@@ -12,10 +12,10 @@ import torch
 from gymnasium import spaces
 from torch import nn
 
+from rlkit_td3.fileio.serialization import ModelFileError
 from rlkit_td3.policies.declared_size import declared_n_critics
 from rlkit_td3.policies.networks import DEFAULT_NET_ARCH, parse_net_arch
 from rlkit_td3.preprocessing import OBSERVATION_SPACES, get_flattened_obs_dim, is_image_space
-from rlkit_td3.serialization import ModelFileError
 from rlkit_td3.torch_layers import CombinedExtractor, FlattenExtractor, NatureCNN
 
 

@@ -26,8 +26,12 @@ import torch
 from gymnasium import spaces
 from torch import nn
 
-from rlkit_td3.checks import check_bool
+from rlkit_td3.checks.arguments import check_bool
+from rlkit_td3.checks.state import check_optimizer_state, check_policy_state
 from rlkit_td3.export import export
+from rlkit_td3.fileio.serialization import (
+    ModelFileError,
+)
 from rlkit_td3.policies.networks import (  # noqa: F401  (ScaleImages, PreprocessDict, _FlattenBatch: importable here as before)
     DEFAULT_NET_ARCH,
     Actor,
@@ -54,10 +58,6 @@ from rlkit_td3.policies.state_shapes import (
     extractor_kwargs_for,
 )
 from rlkit_td3.preprocessing import is_image_space
-from rlkit_td3.serialization import (
-    ModelFileError,
-)
-from rlkit_td3.state_checks import check_optimizer_state, check_policy_state
 from rlkit_td3.torch_layers import (
     BaseFeaturesExtractor,
     CombinedExtractor,
@@ -500,7 +500,7 @@ class TD3Policy(nn.Module):
     def load_state_dict(  # type: ignore[override]
         self, state_dict: Any, strict: bool = True, assign: bool = False, *, entry: str = "policy state"
     ) -> Any:
-        """``nn.Module.load_state_dict``, after checking the state (`rlkit_td3.state_checks.check_policy_state`):
+        """``nn.Module.load_state_dict``, after checking the state (`rlkit_td3.checks.state.check_policy_state`):
         exactly this policy's keys (with ``strict=False``, only those it has), each tensor of its shape and dtype,
         finite. The observation normaliser's statistics are checked as it loads them.
 
@@ -520,7 +520,7 @@ class TD3Policy(nn.Module):
 
     def load_optimizer_state_dict(self, states: Any, entry: str = "{name}") -> None:
         """Restore what `optimizer_state_dict()` returned, each checked against its optimizer first
-        (`rlkit_td3.state_checks.check_optimizer_state`: parameter groups, moments' shapes, finite values).
+        (`rlkit_td3.checks.state.check_optimizer_state`: parameter groups, moments' shapes, finite values).
 
         Raises:
             ModelFileError: (a ``ValueError``) naming the optimizer (``entry`` formatted with it) and what is wrong;

@@ -16,7 +16,7 @@ import torch
 from gymnasium.vector import VectorEnv
 
 from rlkit_td3.buffers import ReplayBuffer
-from rlkit_td3.model_files import register_algorithm
+from rlkit_td3.fileio.model_files import register_algorithm
 from rlkit_td3.noise import ActionNoise
 from rlkit_td3.off_policy import OffPolicyAlgorithm
 from rlkit_td3.policies import TD3Policy

@@ -16,9 +16,9 @@ from gymnasium.envs.registration import load_env_creator
 from gymnasium.vector import AutoresetMode, SyncVectorEnv, VectorEnv, VectorWrapper
 from gymnasium.wrappers.vector import RecordEpisodeStatistics
 
-from rlkit_td3.dict_obs import obs_rows
 from rlkit_td3.evaluation import is_sb3_vec_env
 from rlkit_td3.monitor import Monitor, is_monitored
+from rlkit_td3.preprocessing import obs_rows
 from rlkit_td3.utils import NonFiniteError
 from rlkit_td3.vec_env.gymnasium_bridge import GymnasiumVecEnv, VecEnvView
 from rlkit_td3.vec_env.vec_normalize import VecNormalize

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from rlkit_td3.checks import check_bool
+from rlkit_td3.checks.arguments import check_bool
 from rlkit_td3.vec_env.base_vec_env import VecEnv, VecEnvObs, VecEnvStepReturn, VecEnvWrapper
 
 

@@ -15,8 +15,8 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from rlkit_td3.fileio.serialization import atomic_write
 from rlkit_td3.monitor import Monitor, _monitor_path
-from rlkit_td3.serialization import atomic_write
 from rlkit_td3.vec_env.base_vec_env import VecEnv, VecEnvObs, VecEnvStepReturn, VecEnvWrapper
 
 

@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from rlkit_td3.checks import check_bool
-from rlkit_td3.file_reader import (
+from rlkit_td3.checks.arguments import check_bool
+from rlkit_td3.fileio.file_reader import (
     MAX_METADATA_BYTES,
     MAX_TENSOR_RATIO,
     ModelFileError,
@@ -34,8 +34,8 @@ from rlkit_td3.file_reader import (
     parse_json,
     unpickle,
 )
+from rlkit_td3.fileio.serialization import atomic_write
 from rlkit_td3.running_mean_std import RunningMeanStd, check_running_stats
-from rlkit_td3.serialization import atomic_write
 from rlkit_td3.vec_env.base_vec_env import VecEnv, VecEnvObs, VecEnvStepReturn, VecEnvWrapper
 
 STATE_FORMAT = "rlkit_td3.VecNormalize"

@@ -1,8 +1,10 @@
 """The registry of model file formats and of algorithm classes by name, which `BaseAlgorithm.load` dispatches through.
 
 It imports nothing of the package, so that `BaseAlgorithm` can load and save without knowing any file format or
-any of its subclasses. The formats register themselves where they are defined (``rlkit_td3.checkpoint``: this
-library's own zip, which ``save`` writes; ``rlkit_td3.sb3_import``: Stable-Baselines3's), as do the algorithms
+any of its subclasses. The formats register themselves where they are defined (``rlkit_td3.persistence.checkpoint``:
+this
+library's own zip, which ``save`` writes; ``rlkit_td3.persistence.sb3_import``: Stable-Baselines3's), as do the
+algorithms
 (``OffPolicyAlgorithm``, ``TD3``, ``DDPG``), by their class names. See the Architecture page of the docs for
 adding a format.
 """

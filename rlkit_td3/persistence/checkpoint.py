@@ -1,11 +1,13 @@
 """Saving, loading and resuming a model: the model file's content, built and checked, and the training state.
 
-`rlkit_td3.serialization` holds the zip format and `rlkit_td3.file_checks` the checks of the file as a whole (entry
+`rlkit_td3.fileio.serialization` holds the zip format and `rlkit_td3.persistence.file_checks` the checks of the file
+as a whole (entry
 sizes, counters, ``n_envs``); this module fills one from a model and a model from one (``save``, ``load``). It
 knows no component's layout: it walks the model's components and stores what their ``state_dict()`` returns, then
 hands it back to their ``load_state_dict()``, which checks it (the component state protocol, see the Architecture
 page): the policy (``policy.pth``) and its optimizers (``<name>.pth``), the training state
-(`rlkit_td3.training_state.TrainingState`: the loop's counters and generators, the envs' records, the noise, the
+(`rlkit_td3.persistence.training_state.TrainingState`: the loop's counters and generators, the envs' records, the
+noise, the
 schedules, the fused update; JSON in the metadata, tensors in ``training_state.pth``) and the replay buffer (its
 own file, ``replay_buffer.npz``). That is what makes ``learn`` after ``load`` continue a run exactly.
 ``BaseAlgorithm``'s public methods of the same names call these functions with the model.
@@ -26,8 +28,22 @@ import torch
 from gymnasium.vector import VectorEnv
 
 from rlkit_td3.buffers import BUFFER_REGISTRY, ReplayBuffer
-from rlkit_td3.env_state import exact_resume_problem
-from rlkit_td3.file_checks import (
+from rlkit_td3.fileio.model_files import FileFormat, algorithm_class, register_format
+from rlkit_td3.fileio.serialization import (
+    BUFFER_ENTRY,
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    ModelFileError,
+    class_to_name,
+    read_model_zip,
+    require_bool,
+    space_from_dict,
+    space_to_dict,
+    write_model_zip,
+)
+from rlkit_td3.noise import noise_from_dict
+from rlkit_td3.persistence.env_state import exact_resume_problem
+from rlkit_td3.persistence.file_checks import (
     ACTIVATIONS,
     CUSTOM_TO_CTOR,
     OPTIMIZERS,
@@ -44,26 +60,12 @@ from rlkit_td3.file_checks import (
     print_system_info_of,
     zip_path_for_save,
 )
-from rlkit_td3.load_arguments import check_same_policy_kwargs, excludable, saved_exclusions
-from rlkit_td3.model_files import FileFormat, algorithm_class, register_format
-from rlkit_td3.noise import noise_from_dict
-from rlkit_td3.parameters import get_parameters, set_parameters
+from rlkit_td3.persistence.load_arguments import check_same_policy_kwargs, excludable, saved_exclusions
+from rlkit_td3.persistence.parameters import get_parameters, set_parameters
+from rlkit_td3.persistence.training_state import MAX_TORCH_THREADS, TrainingState, restore_smoothing_rng, split_tensors
 from rlkit_td3.policies import POLICY_ALIASES
 from rlkit_td3.schedules import Schedule, schedule_from_dict, schedule_to_dict
-from rlkit_td3.serialization import (
-    BUFFER_ENTRY,
-    FORMAT_NAME,
-    FORMAT_VERSION,
-    ModelFileError,
-    class_to_name,
-    read_model_zip,
-    require_bool,
-    space_from_dict,
-    space_to_dict,
-    write_model_zip,
-)
 from rlkit_td3.torch_layers import FEATURES_EXTRACTORS
-from rlkit_td3.training_state import MAX_TORCH_THREADS, TrainingState, restore_smoothing_rng, split_tensors
 from rlkit_td3.utils import _check_device
 from rlkit_td3.vec_env.training_env import (
     as_training_env,
@@ -105,7 +107,8 @@ def save(
     """The body of `BaseAlgorithm.save()`: write ``model`` to one zip file, atomically.
 
     ``exclude`` names hyperparameters to leave out (``load`` then uses the constructor's defaults; the file lists
-    them under ``excluded``), ``include`` names to keep regardless (see `rlkit_td3.load_arguments.saved_exclusions`).
+    them under ``excluded``), ``include`` names to keep regardless (see
+    `rlkit_td3.persistence.load_arguments.saved_exclusions`).
     """
     excluded, buffer_included = saved_exclusions(type(model), exclude, include)
     include_buffer = include_buffer or buffer_included
@@ -283,7 +286,7 @@ def _fill_from_file(
     force_reset: bool = True,
 ) -> None:
     """Build this (bare) model from a file's parts, checking each against the others (see
-    `rlkit_td3.file_checks`) before it is used; any inconsistency raises ``ModelFileError``.
+    `rlkit_td3.persistence.file_checks`) before it is used; any inconsistency raises ``ModelFileError``.
 
     The constructor's checks run twice: on the file's values alone (a failure is the file's), then with
     the caller's ``custom_objects`` and keyword overrides (a failure is the caller's:
@@ -426,7 +429,8 @@ def _constructor_kwargs_from_metadata(
     }
 
 
-# get_parameters and set_parameters live in rlkit_td3.parameters, restore_smoothing_rng in rlkit_td3.training_state;
+# get_parameters and set_parameters live in rlkit_td3.persistence.parameters, restore_smoothing_rng in
+# rlkit_td3.persistence.training_state;
 # re-exported here, where they were first
 __all__ = ["MAX_TORCH_THREADS", "get_parameters", "load", "restore_smoothing_rng", "save", "set_parameters"]
 

@@ -1,5 +1,6 @@
 """Reading a model file Stable-Baselines3 2.x TD3 or DDPG wrote (its zip archive), without unpickling: the entries,
-their sizes, the ``data`` JSON and the tensors. `rlkit_td3.sb3_import` builds a model from what this reads (its
+their sizes, the ``data`` JSON and the tensors. `rlkit_td3.persistence.sb3_import` builds a model from what this
+reads (its
 docstring describes the format).
 """
 
@@ -12,10 +13,11 @@ import pickletools
 from pathlib import Path
 from typing import Any
 
-from rlkit_td3.file_reader import MAX_ENTRY_BYTES, MAX_METADATA_BYTES, ModelFileError, ZipReader, unpickle
-from rlkit_td3.load_arguments import existing_zip_path
+from rlkit_td3.checks.errors import UnsupportedModelError
+from rlkit_td3.checks.state import ENTRY_OVERHEAD_BYTES, TENSOR_OVERHEAD_BYTES
+from rlkit_td3.fileio.file_reader import MAX_ENTRY_BYTES, MAX_METADATA_BYTES, ModelFileError, ZipReader, unpickle
+from rlkit_td3.persistence.load_arguments import existing_zip_path
 from rlkit_td3.policies.networks import DEFAULT_NET_ARCH, parse_net_arch
-from rlkit_td3.validators import ENTRY_OVERHEAD_BYTES, TENSOR_OVERHEAD_BYTES
 
 DATA_ENTRY = "data"
 """The JSON entry of an SB3 model file."""
@@ -42,10 +44,6 @@ _RUNTIME_STATE = frozenset(
     }
 )
 """Pickled fields that a loaded model does not need: it resets its envs and rebuilds its schedule and policy."""
-
-
-class UnsupportedModelError(ValueError):
-    """The file is an SB3 model of another algorithm or policy than TD3 / DDPG with ``MlpPolicy``."""
 
 
 # ---------------------------------------------------------------------------- detection and reading
@@ -120,7 +118,7 @@ def read_sb3_zip(path: str | Path) -> tuple[dict[str, Any], dict[str, Any], dict
     wrote the file (``stable_baselines3``, ``python``, ``torch``, ... from ``system_info.txt``).
 
     Entries are checked before anything is read: only the names SB3 writes, no duplicates, compression ratios
-    bounded, ``data`` at most `rlkit_td3.serialization.MAX_METADATA_BYTES`, each tensor entry at most what the
+    bounded, ``data`` at most `rlkit_td3.fileio.serialization.MAX_METADATA_BYTES`, each tensor entry at most what the
     networks ``data`` declares can need (read with that cap whatever its header says). Tensors are read with
     ``torch.load(weights_only=True)``. Nothing is unpickled.
 

@@ -1,10 +1,10 @@
 """Callbacks with Stable-Baselines3's names and hook order: the protocol (`BaseCallback` and the composing
-callbacks, defined in `rlkit_td3.callbacks_base` and importable from here) and the built-in callbacks.
+callbacks, defined in `rlkit_td3.callbacks.base` and importable from here) and the built-in callbacks.
 
 Built-in callbacks: `EvalCallback`, `CheckpointCallback`, `EveryNTimesteps`, the stop
 callbacks and `ProgressBarCallback`. Their frequencies count env timesteps (summed over envs),
 not calls as in Stable-Baselines3, whose names, arguments and hook order they follow otherwise.
-See `rlkit_td3.callbacks_base` for the order in which ``learn()`` calls the hooks.
+See `rlkit_td3.callbacks.base` for the order in which ``learn()`` calls the hooks.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import VectorEnv
 
-from rlkit_td3.callbacks_base import (  # noqa: F401  (the protocol, importable from SB3's module)
+from rlkit_td3.callbacks.base import (  # noqa: F401  (the protocol, importable from SB3's module)
     BaseCallback,
     CallbackList,
     CallbackModel,
@@ -30,9 +30,9 @@ from rlkit_td3.callbacks_base import (  # noqa: F401  (the protocol, importable 
     LogEveryNTimesteps,
     _EveryTimesteps,
 )
-from rlkit_td3.checks import check_bool
+from rlkit_td3.checks.arguments import check_bool
 from rlkit_td3.evaluation import evaluate_policy, is_sb3_vec_env
-from rlkit_td3.serialization import atomic_path, atomic_write
+from rlkit_td3.fileio.serialization import atomic_path, atomic_write
 
 if TYPE_CHECKING:
     pass

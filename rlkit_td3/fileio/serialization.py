@@ -39,8 +39,8 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
-from rlkit_td3.checks import check_bool as require_bool  # the bool check of every trust switch
-from rlkit_td3.file_reader import (  # the one reader; re-exported where older code imports them
+from rlkit_td3.checks.arguments import check_bool as require_bool  # the bool check of every trust switch
+from rlkit_td3.fileio.file_reader import (  # the one reader; re-exported where older code imports them
     MAX_ENTRY_BYTES,
     MAX_METADATA_BYTES,
     ModelFileError,
@@ -270,27 +270,6 @@ def class_to_name(cls: type, registry: dict[str, type] | None = None) -> str:
     return f"{cls.__module__}:{cls.__qualname__}"
 
 
-def class_from_name(name: str, registry: dict[str, type] | None = None, what: str = "class") -> type:
-    """Inverse of `class_to_name()` for registered names and torch classes.
-
-    Raises:
-        ModelFileError: the name is not a registered or torch class; user classes are not imported.
-    """
-    if not isinstance(name, str):
-        raise ModelFileError(f"{what} must be stored as a name, got {name!r}")
-    if registry and name in registry:
-        return registry[name]
-    for prefix, module in (("torch.nn.", torch.nn), ("torch.optim.", torch.optim)):
-        if name.startswith(prefix):
-            cls = getattr(module, name[len(prefix) :], None)
-            if isinstance(cls, type):
-                return cls
-    raise ModelFileError(
-        f"the file names {what} {name!r}, which is neither built in nor registered; "
-        f"pass it to load() through custom_objects"
-    )
-
-
 # ---------------------------------------------------------------------------- zip archive
 def write_model_zip(
     path: str | os.PathLike[str],
@@ -334,7 +313,7 @@ def read_model_zip(
     duplicates, bounded declared sizes and compression ratios. Tensors are read with
     ``torch.load(weights_only=True)``, which refuses pickled code. The pickle entry is never read unless
     ``allow_pickle`` is true. With ``entry_limits`` (a function of the metadata, such as
-    `rlkit_td3.file_checks.entry_byte_limits()`), every other entry is refused if it declares, or holds,
+    `rlkit_td3.persistence.file_checks.entry_byte_limits()`), every other entry is refused if it declares, or holds,
     more bytes than the metadata justifies; entries are read with that cap, never past it.
 
     Args:

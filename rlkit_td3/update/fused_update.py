@@ -67,7 +67,10 @@ from torch import nn
 from torch.nn.modules import module as _module_mod
 
 from rlkit_td3.buffers import ReplayBufferSamples
-from rlkit_td3.matmul_choice import (  # noqa: F401  (the choice's names: importable from here, as before)
+from rlkit_td3.fileio.serialization import ModelFileError
+from rlkit_td3.policies.networks import Actor, CriticEnsemble, ScaleImages, _FlattenBatch
+from rlkit_td3.torch_layers import FlattenExtractor
+from rlkit_td3.update.matmul_choice import (  # noqa: F401  (the choice's names: importable from here, as before)
     _ONEDNN_CHOICES,
     _ONEDNN_MIN_SIZE,
     MATMUL_CHOICES,
@@ -81,10 +84,7 @@ from rlkit_td3.matmul_choice import (  # noqa: F401  (the choice's names: import
     onednn_matmul_available,
     resolve_matmul,
 )
-from rlkit_td3.optim import optimizer_step
-from rlkit_td3.policies.networks import Actor, CriticEnsemble, ScaleImages, _FlattenBatch
-from rlkit_td3.serialization import ModelFileError
-from rlkit_td3.torch_layers import FlattenExtractor
+from rlkit_td3.update.optim import optimizer_step
 
 _threshold_backward = torch.ops.aten.threshold_backward.grad_input
 _tanh_backward = torch.ops.aten.tanh_backward.grad_input

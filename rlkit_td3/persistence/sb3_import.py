@@ -31,7 +31,13 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
-from rlkit_td3.file_checks import (
+from rlkit_td3.fileio.model_files import FileFormat, algorithm_class, register_format
+from rlkit_td3.fileio.serialization import (
+    ModelFileError,
+    require_bool,
+)
+from rlkit_td3.noise import ActionNoise, NormalActionNoise, OrnsteinUhlenbeckActionNoise
+from rlkit_td3.persistence.file_checks import (
     ACTIVATIONS,
     MAX_COUNTER,
     OPTIMIZERS,
@@ -44,10 +50,7 @@ from rlkit_td3.file_checks import (
     existing_zip_path,
     print_system_info_of,
 )
-from rlkit_td3.model_files import FileFormat, algorithm_class, register_format
-from rlkit_td3.noise import ActionNoise, NormalActionNoise, OrnsteinUhlenbeckActionNoise
-from rlkit_td3.policies.td3_policy import DEFAULT_NET_ARCH, TD3Policy, parse_net_arch
-from rlkit_td3.sb3_zip import (
+from rlkit_td3.persistence.sb3_zip import (
     _MAX_N_ENVS,
     _RUNTIME_STATE,
     DATA_ENTRY,
@@ -63,10 +66,7 @@ from rlkit_td3.sb3_zip import (
     is_sb3_zip,
     read_sb3_zip,
 )
-from rlkit_td3.serialization import (
-    ModelFileError,
-    require_bool,
-)
+from rlkit_td3.policies.td3_policy import DEFAULT_NET_ARCH, TD3Policy, parse_net_arch
 from rlkit_td3.utils import _check_device
 from rlkit_td3.vec_env.training_env import as_training_env, check_action_space
 
@@ -258,7 +258,7 @@ def _optimizer_state(
 
     ``critic_layout`` is ``(n_critics, n_layers)`` for the critic optimizer: SB3 orders its parameters critic by
     critic (weight, bias per layer), ours layer by layer (all weights, then all biases), stacked. The result has
-    passed `rlkit_td3.file_checks.check_optimizer_state` (shapes, dtypes, finite values, hyperparameters).
+    passed `rlkit_td3.persistence.file_checks.check_optimizer_state` (shapes, dtypes, finite values, hyperparameters).
     """
     if not isinstance(state, dict) or not isinstance(state.get("param_groups"), list):
         return "not an optimizer state dict"

@@ -2,10 +2,11 @@
 before the entries are), its counters and its ``n_envs`` against the records that depend on it.
 
 Each component checks its own saved state as it loads it (the component state protocol): the policy and its
-optimizers (`rlkit_td3.state_checks`, through ``TD3Policy.load_state_dict``), a buffer file with its buffer, a
+optimizers (`rlkit_td3.checks.state`, through ``TD3Policy.load_state_dict``), a buffer file with its buffer, a
 noise in `rlkit_td3.noise`, a schedule in `rlkit_td3.schedules`, the training state in
-`rlkit_td3.training_state`, ``load()``'s arguments in `rlkit_td3.load_arguments`; the generic checks are in
-`rlkit_td3.validators`. Each raises `ModelFileError` naming the entry.
+`rlkit_td3.persistence.training_state`, ``load()``'s arguments in `rlkit_td3.persistence.load_arguments`; the generic
+checks are in
+`rlkit_td3.checks.state`. Each raises `ModelFileError` naming the entry.
 
 The limits are listed on the Security page of the docs.
 """
@@ -16,8 +17,35 @@ from typing import Any
 
 import torch
 
-from rlkit_td3.file_reader import read_npy_member
-from rlkit_td3.load_arguments import (
+from rlkit_td3.checks.state import (
+    ACTIVATIONS,
+    ENTRY_OVERHEAD_BYTES,
+    GENERATOR_STATE_BYTES,
+    MAX_BUFFER_META_BYTES,
+    MAX_COUNTER,
+    OPTIMIZERS,
+    TENSOR_OVERHEAD_BYTES,
+    _int,
+    _number,
+    allowed_class,
+    check_allocation,
+    check_numpy_rng_state,
+    check_optimizer_state,
+    check_policy_state,
+    check_rng_json,
+    check_torch_generator_state,
+)
+from rlkit_td3.fileio.file_reader import read_npy_member
+from rlkit_td3.fileio.serialization import (
+    BUFFER_ENTRY,
+    MAX_ENTRY_BYTES,
+    METADATA_ENTRY,
+    PICKLE_ENTRY,
+    ModelFileError,
+    require_bool,
+)
+from rlkit_td3.noise import check_noise_spec, check_noise_state
+from rlkit_td3.persistence.load_arguments import (
     CUSTOM_TO_CTOR,
     CallerArgumentError,
     check_custom_objects,
@@ -26,37 +54,8 @@ from rlkit_td3.load_arguments import (
     print_system_info_of,
     zip_path_for_save,
 )
-from rlkit_td3.noise import check_noise_spec, check_noise_state
 from rlkit_td3.policies.declared_size import box_size, network_byte_limits
 from rlkit_td3.schedules import check_schedule_spec
-from rlkit_td3.serialization import (
-    BUFFER_ENTRY,
-    MAX_ENTRY_BYTES,
-    METADATA_ENTRY,
-    PICKLE_ENTRY,
-    ModelFileError,
-    require_bool,
-)
-from rlkit_td3.state_checks import (
-    ACTIVATIONS,
-    OPTIMIZERS,
-    check_optimizer_state,
-    check_policy_state,
-)
-from rlkit_td3.validators import (
-    ENTRY_OVERHEAD_BYTES,
-    GENERATOR_STATE_BYTES,
-    MAX_BUFFER_META_BYTES,
-    MAX_COUNTER,
-    TENSOR_OVERHEAD_BYTES,
-    _int,
-    _number,
-    allowed_class,
-    check_allocation,
-    check_numpy_rng_state,
-    check_rng_json,
-    check_torch_generator_state,
-)
 
 # re-exported: the bool check of every trust switch, and the checks that moved to their components' modules
 __all__ = [

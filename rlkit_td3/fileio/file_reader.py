@@ -20,7 +20,7 @@ with the functions of this module, which enforce every limit in one place:
   (`unpickle_plain_data`: builtin containers and scalars, NumPy arrays), which builds no other object.
 
 Whatever is wrong, a function here raises `ModelFileError` (a ``ValueError``) naming the file and the entry.
-This module imports no other module of the package but `rlkit_td3.plain_pickle` (the plain-data unpickler): it is
+This module imports no other module of the package but `rlkit_td3.fileio.plain_pickle` (the plain-data unpickler): it is
 the bottom floor. `DOORS` lists every public way
 into a model and what each checks; the Security page of the docs is generated from it.
 """
@@ -41,12 +41,8 @@ from typing import IO, Any
 import numpy as np
 import torch
 
-from rlkit_td3.plain_pickle import PlainDataUnpickler
-
-
-class ModelFileError(ValueError):
-    """A model file is unreadable, inconsistent, or asks for something loading does not allow."""
-
+from rlkit_td3.checks.errors import ModelFileError
+from rlkit_td3.fileio.plain_pickle import PlainDataUnpickler
 
 MAX_METADATA_BYTES = 8 * 2**20
 """Largest JSON document (``metadata.json``, SB3's ``data``, a VecNormalize file's settings) that is read."""
@@ -439,14 +435,14 @@ def read_npz_file(path: str | os.PathLike[str], names: list[str], max_items: int
 # ---------------------------------------------------------------------------- the doors
 DOORS: dict[str, tuple[str, str]] = {
     "TD3.load / DDPG.load (rlkit_td3 model zip)": (
-        "rlkit_td3.serialization.read_model_zip",
+        "rlkit_td3.fileio.serialization.read_model_zip",
         "entry names, duplicates, path tricks; declared and actual sizes against what the metadata's networks, "
         "n_envs and buffer_size can need (at most 8 GiB); compression ratio (tensors 32, buffer 2000); "
         "metadata JSON 8 MiB, 64 deep; tensors weights_only, dense, real, finite; pickle only with "
-        "allow_pickle=True; then every part against the model (`rlkit_td3.file_checks`)",
+        "allow_pickle=True; then every part against the model (`rlkit_td3.persistence.file_checks`)",
     ),
     "TD3.load of a Stable-Baselines3 zip": (
-        "rlkit_td3.sb3_zip.read_sb3_zip",
+        "rlkit_td3.persistence.sb3_zip.read_sb3_zip",
         "only SB3's entry names; `data` JSON 8 MiB, 64 deep; each tensor entry capped by the networks `data` "
         "declares, ratio 32, weights_only, finite; the cloudpickle payloads never unpickled without allow_pickle",
     ),
@@ -463,7 +459,7 @@ DOORS: dict[str, tuple[str, str]] = {
         "built); the critics the file declares are never built (one without hidden layers stands in)",
     ),
     "set_parameters(path)": (
-        "rlkit_td3.parameters.set_parameters",
+        "rlkit_td3.persistence.parameters.set_parameters",
         "the model zip rules; only the networks' and optimizers' entries are read (never a buffer), each capped "
         "by the networks the file declares, as TD3.load caps them; then exactly the checks of "
         "`set_parameters(dict)`: "

@@ -1,5 +1,5 @@
 """Which library computes the fused update's matrix products (``model.fused_update_matmul``): the CPU's vendor and
-family, the choice ``"auto"`` resolves to, and the oneDNN calls `rlkit_td3.fused_update.FusedUpdate` makes with
+family, the choice ``"auto"`` resolves to, and the oneDNN calls `rlkit_td3.update.fused_update.FusedUpdate` makes with
 ``"onednn"`` / ``"mixed"`` (see that module's docstring for the measurements behind the choice).
 """
 

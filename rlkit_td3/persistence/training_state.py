@@ -4,7 +4,8 @@ components of the state protocol (``state_dict()`` / ``load_state_dict(state)``,
 - `RunState`: the training loop's own state (the rollout in flight, the progress of the ``learn`` call, the
   warm-up and target-smoothing generators, the recent episodes, the thread count);
 - `TrainingState`: the model's training state as one component, composed of `RunState`, the envs' records
-  (`rlkit_td3.env_state.EnvRecords`), the fused update's choice (`rlkit_td3.fused_update.FusedUpdateState`), the
+  (`rlkit_td3.persistence.env_state.EnvRecords`), the fused update's choice
+  (`rlkit_td3.update.fused_update.FusedUpdateState`), the
   exploration noise (its own ``state_dict``, under ``action_noise``) and the schedules
   (`rlkit_td3.schedules.ScheduleStates`, under ``schedules``).
 
@@ -20,12 +21,12 @@ from typing import Any
 
 import torch
 
-from rlkit_td3.env_state import EnvRecords
-from rlkit_td3.fused_update import FusedUpdateState
+from rlkit_td3.checks.state import _int, _number, check_rng_json, check_torch_generator_state
+from rlkit_td3.fileio.serialization import ModelFileError, rng_state_to_json, set_rng_state
 from rlkit_td3.noise import VectorizedActionNoise, check_noise_state
+from rlkit_td3.persistence.env_state import EnvRecords
 from rlkit_td3.schedules import ScheduleStates
-from rlkit_td3.serialization import ModelFileError, rng_state_to_json, set_rng_state
-from rlkit_td3.validators import _int, _number, check_rng_json, check_torch_generator_state
+from rlkit_td3.update.fused_update import FusedUpdateState
 
 MAX_EPISODE_INFOS = 100
 """Most recent-episode records a training state may hold (the statistics window)."""
@@ -230,7 +231,7 @@ class TrainingState:
     Args:
         model: the model (an ``OffPolicyAlgorithm``).
         saved_n_envs: the number of envs the state was saved with (default: the model's).
-        force_reset: ``False`` keeps the envs as they stand (see `rlkit_td3.env_state.EnvRecords`).
+        force_reset: ``False`` keeps the envs as they stand (see `rlkit_td3.persistence.env_state.EnvRecords`).
     """
 
     def __init__(self, model: Any, saved_n_envs: int | None = None, force_reset: bool = True) -> None:

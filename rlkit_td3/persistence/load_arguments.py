@@ -1,6 +1,7 @@
 """Checks of ``load()``'s own arguments (the caller's, not the file's): paths, ``custom_objects``, keyword overrides.
 
-Used by every file format's loader (`rlkit_td3.checkpoint`, `rlkit_td3.sb3_import`). It sits above the components:
+Used by every file format's loader (`rlkit_td3.persistence.checkpoint`, `rlkit_td3.persistence.sb3_import`). It sits
+above the components:
 ``custom_objects`` may replace the policy or the replay buffer class, which must then be subclasses of the
 library's.
 """

@@ -2,7 +2,7 @@
 `BaseAlgorithm.set_parameters()` (the policy's and its optimizers' state dicts, from a dict or a model file).
 
 A dict goes through exactly the checks a model file's networks and optimizers get
-(`rlkit_td3.state_checks`), all before anything is loaded; the states are copied, so the model never shares a
+(`rlkit_td3.checks.state`), all before anything is loaded; the states are copied, so the model never shares a
 tensor with the caller.
 """
 
@@ -14,10 +14,10 @@ from typing import Any
 
 import torch
 
-from rlkit_td3.checks import StateDictMismatchError
+from rlkit_td3.checks.arguments import StateDictMismatchError
+from rlkit_td3.checks.state import check_optimizer_state, check_policy_state
+from rlkit_td3.fileio.serialization import read_model_zip
 from rlkit_td3.policies.declared_size import NETWORK_ENTRIES, network_byte_limits
-from rlkit_td3.serialization import read_model_zip
-from rlkit_td3.state_checks import check_optimizer_state, check_policy_state
 from rlkit_td3.utils import get_device
 
 

@@ -2,7 +2,7 @@
 states before its auto-resets, and bringing freshly made envs to where a saved run's envs stood.
 
 `EnvRecords` is that part as a component of the state protocol (``state_dict`` / ``load_state_dict``), part of the
-model's training state (`rlkit_td3.training_state`); `BaseAlgorithm` asks `exact_resume_problem` whether a
+model's training state (`rlkit_td3.persistence.training_state`); `BaseAlgorithm` asks `exact_resume_problem` whether a
 checkpoint of its run could resume exactly.
 """
 
@@ -16,10 +16,10 @@ import numpy as np
 import torch
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 
-from rlkit_td3.dict_obs import obs_from_tensors, obs_shapes, obs_to_tensors, stack_obs
-from rlkit_td3.serialization import ModelFileError, rng_state_to_json, set_rng_state
+from rlkit_td3.checks.state import check_rng_json
+from rlkit_td3.fileio.serialization import ModelFileError, rng_state_to_json, set_rng_state
+from rlkit_td3.preprocessing import obs_from_tensors, obs_shapes, obs_to_tensors, stack_obs
 from rlkit_td3.utils import InexactResumeWarning
-from rlkit_td3.validators import check_rng_json
 from rlkit_td3.vec_env.dummy_vec_env import DummyVecEnv
 from rlkit_td3.vec_env.gymnasium_bridge import GymnasiumVecEnv, VecEnvView
 from rlkit_td3.vec_env.training_env import episode_statistics
