@@ -7,8 +7,8 @@ request to another host blocked (the site must work offline), and counts:
 - ``tables > column``: tables wider than the content column (at 1280 px a reader cannot see all columns);
 - ``tables, no scroll box``: tables wider than the column whose box neither scrolls (``overflow-x``) nor shows
   that it does (a border or shadow);
-- ``code split in tables``: inline code in a table cell broken across lines anywhere but at a space (an
-  identifier cut mid-word, such as ``learning_ra`` / ``te``);
+- ``code split in tables``: inline code in a table cell broken across lines anywhere but at a space or after
+  the dot of a dotted name (an identifier cut mid-word, such as ``learning_ra`` / ``te``);
 - ``broken images``: ``<img>`` that did not load;
 - ``broken links``: internal links to a missing file or to an anchor the target page lacks;
 - ``raw markup``: Markdown or LaTeX left as text outside code (``**``, ``](``, ``\\(``, ``$$``, ``!!!``,
@@ -68,12 +68,13 @@ PROBE = r"""
         const s = getComputedStyle(box);
         const scrolls = ["auto", "scroll"].includes(s.overflowX) && box.scrollWidth > box.clientWidth;
         const shows = s.boxShadow !== "none" || s.backgroundImage !== "none" || parseFloat(s.borderRightWidth) > 0;
-        boxed = scrolls && shows && box.getBoundingClientRect().width <= column + 1;
+        const r = box.getBoundingClientRect();
+        boxed = scrolls && shows && r.left >= -1 && r.right <= document.documentElement.clientWidth + 1;
       }
       if (!boxed) out.unboxedTables.push(head);
     }
   }
-  // inline code in a table cell broken across lines other than at a space: an identifier cut mid-word
+  // inline code in a table cell broken across lines inside a word
   for (const code of article.querySelectorAll("td code, th code")) {
     const lineHeight = parseFloat(getComputedStyle(code).lineHeight) || 20;
     if (code.getClientRects().length < 2 && code.getBoundingClientRect().height < 1.6 * lineHeight) continue;
@@ -88,7 +89,8 @@ PROBE = r"""
         const rect = range.getClientRects()[0];
         if (!rect) continue;
         const t = Math.round(rect.top);
-        if (top !== null && t > top + 2 && previous !== null && !/\s/.test(previous)) split = true;
+        // a line may begin after a space, or after the dot of a dotted name (a.b.c): anywhere else is mid-word
+        if (top !== null && t > top + 2 && previous !== null && !/[\s.]/.test(previous)) split = true;
         top = t; previous = ch;
       }
     }
