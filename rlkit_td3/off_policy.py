@@ -61,6 +61,14 @@ from rlkit_td3.vec_env.training_env import (
 DEFAULT_NOISE_SIGMA = 0.1
 """σ of the default Gaussian exploration noise, in normalised units (TD3 paper, sfujim/TD3, RL Zoo)."""
 
+WARMUP_ACTIONS = {
+    True: "uniform random actions plus the exploration noise, clipped (Stable-Baselines3's warm-up)",
+    False: "uniform random actions only (the TD3 paper's warm-up)",
+}
+"""What the warm-up steps (``learning_starts``) take, by the value of ``warmup_action_noise``: the docstring of
+``learning_starts`` and the Tips page say it in these words (tests/test_warmup_text.py checks both against the
+default and the actions drawn)."""
+
 
 @register_algorithm
 class OffPolicyAlgorithm(BaseAlgorithm):
@@ -79,8 +87,9 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         learning_rate: learning rate of both optimizers, a float or a schedule of the remaining
             progress (1 → 0).
         buffer_size: replay buffer capacity in transitions.
-        learning_starts: number of warm-up steps (uniform random actions) before the actor acts and updates
-            begin.
+        learning_starts: number of warm-up steps before the actor acts and updates begin. By default they take
+            uniform random actions plus the exploration noise, clipped (Stable-Baselines3's warm-up); see
+            ``warmup_action_noise``.
         batch_size: transitions per gradient step.
         tau: Polyak coefficient of the target networks, in [0, 1] (0: the targets never move, as SB3 allows).
         gamma: discount factor, in [0, 1].
