@@ -8,7 +8,7 @@ TEST_WORKERS ?= auto
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint docs bench clean
+.PHONY: install demo test lint docs docs-browser bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,11 @@ test: $(STAMP)
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 	$(BIN)/python tests/site_check.py site
+
+# the built site in headless Chromium at 1280 and 390 px (needs the system's chromium: apt-get install chromium)
+docs-browser: docs
+	$(BIN)/pip install --quiet -e ".[browser]"
+	$(BIN)/python benchmarks/docs_browser_check.py site
 
 bench: $(STAMP)
 	$(BIN)/pip install --quiet -e ".[benchmark]"

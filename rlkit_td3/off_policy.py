@@ -61,17 +61,21 @@ from rlkit_td3.vec_env.training_env import (
 DEFAULT_NOISE_SIGMA = 0.1
 """σ of the default Gaussian exploration noise, in normalised units (TD3 paper, sfujim/TD3, RL Zoo)."""
 
+# What the warm-up takes, by ``warmup_action_noise``: the words of the learning_starts docstring and of Tips
+WARMUP_ACTIONS = {
+    True: "uniform random actions plus the exploration noise, clipped (Stable-Baselines3's warm-up)",
+    False: "uniform random actions only (the TD3 paper's warm-up)",
+}
+
 
 @register_algorithm
 class OffPolicyAlgorithm(BaseAlgorithm):
     """Abstract base of TD3 and DDPG: warm-up, exploration, replay, the update loop and the update.
 
     What every model has around the loop (the env, the logger, ``predict``, parameters, save/load) comes from
-    `rlkit_td3.base_class.BaseAlgorithm`.
-
-    Do not instantiate it directly: use `TD3` or `DDPG`, or subclass
-    it and pass the three switches (``policy_delay``, ``target_policy_noise``/``target_noise_clip``
-    and ``n_critics`` in ``policy_kwargs``).
+    `rlkit_td3.base_class.BaseAlgorithm`. Do not instantiate it directly: use `TD3` or `DDPG`, or subclass it and
+    pass the three switches (``policy_delay``, ``target_policy_noise``/``target_noise_clip`` and ``n_critics`` in
+    ``policy_kwargs``).
 
     Args:
         policy: ``"MlpPolicy"`` or a `TD3Policy` subclass.
@@ -79,8 +83,8 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         learning_rate: learning rate of both optimizers, a float or a schedule of the remaining
             progress (1 → 0).
         buffer_size: replay buffer capacity in transitions.
-        learning_starts: number of warm-up steps (uniform random actions) before the actor acts and updates
-            begin.
+        learning_starts: warm-up steps before the actor acts and updates begin. By default they take uniform random
+            actions plus the exploration noise, clipped (Stable-Baselines3's warm-up); see ``warmup_action_noise``.
         batch_size: transitions per gradient step.
         tau: Polyak coefficient of the target networks, in [0, 1] (0: the targets never move, as SB3 allows).
         gamma: discount factor, in [0, 1].
@@ -561,11 +565,8 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         self._needs_reset = np.zeros(self.n_envs, dtype=bool)
 
     def _sample_action(self, obs: np.ndarray) -> np.ndarray:
-        """Normalised actions: uniform during warm-up, then the actor's; plus exploration noise, clipped.
-
-        During warm-up the noise is added only with ``warmup_action_noise`` (SB3's loop adds it to its uniform
-        warm-up actions too; the TD3 paper's warm-up is pure uniform).
-        """
+        """Normalised actions, clipped: uniform during warm-up (plus noise if ``warmup_action_noise``, as SB3's
+        loop; the TD3 paper's warm-up is pure uniform), then the actor's plus exploration noise."""
         if self.num_timesteps < self.learning_starts:
             actions = self._warmup_rng.uniform(-1.0, 1.0, size=(self.n_envs, self._action_dim)).astype(np.float32)
             if not self.warmup_action_noise:
