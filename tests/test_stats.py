@@ -157,7 +157,7 @@ def test_with_fewer_than_five_runs_the_summary_gives_the_range_not_an_interval()
     text = summary_markdown(summarize(FEW), improvements(FEW), command="rlkit-td3 compare ...")
     assert "| td3 | 3 | 10.0 | range 5.0 to 15.0 | s0: 5.0, s1: 10.0, s2: 15.0 |" in text
     assert "rlkit-td3 compare ..." in text and "(95 % CI)" not in text
-    assert "- P(td3 > ddpg) = 1.00 (3 runs per env in a group: too few for an interval)" in text
+    assert "- P(td3 > ddpg) = 1.00 (no interval: 3 runs in a group, fewer than 5)" in text
 
 
 def test_with_five_runs_or_more_the_summary_gives_the_bootstrap_interval():

@@ -330,7 +330,8 @@ def improvements(results: pd.DataFrame, seed: int = 0, last: int = LAST_EVALUATI
     env (else ``low`` and ``high`` are NaN).
 
     Returns:
-        Columns ``x, y, envs, runs_x, runs_y, probability, low, high``.
+        Columns ``x, y, envs, runs_x, runs_y, fewest_runs, probability, low, high`` (``fewest_runs``: the
+        fewest runs of either group on one env).
     """
     scores = run_scores(results, last)
     envs_of = {algo: sorted(group["env"].unique()) for algo, group in scores.groupby("algo", sort=True)}
@@ -353,12 +354,14 @@ def improvements(results: pd.DataFrame, seed: int = 0, last: int = LAST_EVALUATI
                 "envs": len(envs),
                 "runs_x": sum(map(len, first)),
                 "runs_y": sum(map(len, second)),
+                "fewest_runs": min(len(s) for s in first + second),
                 "probability": probability,
                 "low": low,
                 "high": high,
             }
         )
-    return pd.DataFrame(rows, columns=["x", "y", "envs", "runs_x", "runs_y", "probability", "low", "high"])
+    columns = ["x", "y", "envs", "runs_x", "runs_y", "fewest_runs", "probability", "low", "high"]
+    return pd.DataFrame(rows, columns=columns)
 
 
 def format_spread(low: float, high: float, spread: str) -> str:
@@ -372,8 +375,8 @@ def format_improvement(row: pd.Series | dict) -> str:
     """One comparison of `improvements` as a sentence (two decimals; the interval or why there is none)."""
     text = f"P({row['x']} > {row['y']}) = {row['probability']:.2f}"
     if np.isnan(row["low"]):
-        fewest = min(row["runs_x"], row["runs_y"]) // max(row["envs"], 1)
-        return text + f" ({fewest} runs per env in a group: too few for an interval)"
+        n = int(row["fewest_runs"])
+        return text + f" (no interval: {n} run{'s' * (n != 1)} in a group, fewer than {MIN_RUNS_FOR_INTERVAL})"
     return text + f", 95 % CI [{row['low']:.2f}, {row['high']:.2f}]"
 
 
