@@ -53,35 +53,42 @@ def _rows(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
-def resummarize(plots: bool = False) -> list[Path]:
-    """Rewrite the summaries (and missing curves); returns the files written."""
-    written = []
+def summaries() -> dict[Path, str]:
+    """Every committed summary's path and the text the raw results give it now."""
+    texts = {}
     for name in SB3_COMPARE_SWEEPS:
         sweep = RESULTS / name
-        rows = _rows(sweep / "results.csv")
         old = (sweep / "summary.md").read_text() if (sweep / "summary.md").is_file() else ""
         found = _CPU.search(old)
         cpus = found.group(1).split("; ") if found else []
-        (sweep / "summary.md").write_text(sb3_compare.summary_text(rows, cpus))
-        written.append(sweep / "summary.md")
+        texts[sweep / "summary.md"] = sb3_compare.summary_text(_rows(sweep / "results.csv"), cpus)
+    plus = RESULTS / "td3_plus_halfcheetah_100k"
+    texts[plus / "summary.md"] = td3_plus.summary(pd.read_csv(plus / "results.csv"))
+    early = RESULTS / "early_learning"
+    rows = _rows(RESULTS / "sb3_compare_halfcheetah_100k" / "results.csv") + _rows(early / "results.csv")
+    texts[early / "report.md"] = early_learning.report(early_learning.scores_of_rows(rows))
+    return texts
+
+
+def resummarize(plots: bool = False) -> list[Path]:
+    """Rewrite the summaries (and missing curves); returns the files written."""
+    written = []
+    for path, text in summaries().items():
+        path.write_text(text)
+        written.append(path)
+    for name in SB3_COMPARE_SWEEPS:
+        sweep = RESULTS / name
         if plots or not (sweep / "curves.png").is_file():
-            sb3_compare.plot_rows(rows, sweep / "curves.png")
+            sb3_compare.plot_rows(_rows(sweep / "results.csv"), sweep / "curves.png")
             shutil.copyfile(sweep / "curves.png", ROOT / "docs" / "img" / f"{name}.png")
             written += [sweep / "curves.png", ROOT / "docs" / "img" / f"{name}.png"]
     plus = RESULTS / "td3_plus_halfcheetah_100k"
-    table = pd.read_csv(plus / "results.csv")
-    (plus / "summary.md").write_text(td3_plus.summary(table))
-    written.append(plus / "summary.md")
     if plots or not (plus / "curves.png").is_file():
         with tempfile.TemporaryDirectory() as tmp:
-            (png,) = plot_learning_curves(table, tmp)
+            (png,) = plot_learning_curves(pd.read_csv(plus / "results.csv"), tmp)
             shutil.copyfile(png, plus / "curves.png")
         shutil.copyfile(plus / "curves.png", ROOT / "docs" / "img" / f"{plus.name}.png")
         written += [plus / "curves.png", ROOT / "docs" / "img" / f"{plus.name}.png"]
-    early = RESULTS / "early_learning"
-    rows = _rows(RESULTS / "sb3_compare_halfcheetah_100k" / "results.csv") + _rows(early / "results.csv")
-    (early / "report.md").write_text(early_learning.report(early_learning.scores_of_rows(rows)))
-    written.append(early / "report.md")
     return written
 
 
