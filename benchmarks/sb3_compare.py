@@ -264,11 +264,9 @@ def summary_text(rows: list[dict[str, Any]], cpus: list[str]) -> str:
     envs = sorted(table["env"].unique())
     steps = sorted(summary["timestep"].unique())
     lines = [
-        f"{', '.join(envs)}, runs of {' / '.join(f'{t:,}' for t in steps)} steps. Score of a run: the mean of its "
-        f"last {LAST_EVALS} evaluations; IQM: the interquartile mean of the scores (with 3 runs, their mean); "
-        "spread: the range of the scores (lowest to highest) with fewer than 5 runs, a 95 % stratified-bootstrap "
-        "interval with 5 or more; P(X > Y): the probability that a run of X scores higher than a run of Y "
-        "(rliable's definitions).",
+        f"{', '.join(envs)}, runs of {' / '.join(f'{t:,}' for t in steps)} steps. Score: the mean of a run's last "
+        f"{LAST_EVALS} evaluations; IQM of the scores; spread: their range below 5 runs, a 95 % stratified-bootstrap "
+        "interval from 5; P(X > Y): the probability of improvement (rliable's definitions).",
         "",
         "| group | runs | IQM | spread | run scores |",
         "|---|---:|---:|---|---|",
@@ -298,8 +296,8 @@ def summary_text(rows: list[dict[str, Any]], cpus: list[str]) -> str:
         for label in sorted({g for g, _ in walls})
     )
     lines.append(
-        f"\nWall time of each run in hours, seeds in order ({hours}): training and evaluation at one torch thread, "
-        "on a machine shared with other runs and test suites (an upper bound on a free core's). "
+        f"\nWall time per run, hours, seeds in order ({hours}): training and evaluation at one torch thread on a "
+        "shared machine (an upper bound). "
         f"CPU of the finished runs: {'; '.join(cpus) if cpus else 'not recorded'}."
     )
     unfinished = sorted({(r["algo"], r["lib"], int(r["seed"])) for r in rows} - {

@@ -45,10 +45,9 @@ def summary(table: pd.DataFrame) -> str:
     """The markdown table: per label, the run scores, their IQM and spread; the per-seed differences; P(TD3+ > TD3)."""
     steps = sorted(table.groupby(["algo", "seed"])["timestep"].max().unique())
     lines = [
-        f"Runs of {' / '.join(f'{t:,}' for t in steps)} steps. Score of a run: the mean of its last {LAST_EVALS} "
-        "evaluations; IQM: the interquartile mean of the scores (with 3 runs, their mean); spread: the range of the "
-        "scores (lowest to highest) with fewer than 5 runs, a 95 % stratified-bootstrap interval with 5 or more "
-        "(rliable's definitions).",
+        f"Runs of {' / '.join(f'{t:,}' for t in steps)} steps. Score: the mean of a run's last {LAST_EVALS} "
+        "evaluations; IQM of the scores; spread: their range below 5 runs, a 95 % stratified-bootstrap interval "
+        "from 5 (rliable's definitions).",
         "",
         "| preset | runs | IQM | spread | run scores |",
         "|---|---:|---:|---|---|",

@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PAGES = [
     "index.md",
     "results.md",
+    "results_runs.md",
     "tips.md",
     "algorithms/td3.md",
     "algorithms/ddpg.md",
