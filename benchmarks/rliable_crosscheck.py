@@ -48,7 +48,7 @@ def _scores(table: pd.DataFrame, group: list[str], steps: tuple[int, ...] | None
         table = table.sort_values("timesteps").groupby([*group, "seed"]).tail(5)
     per_run = table.groupby([*group, "seed"])["mean_return"].mean()
     return {
-        " ".join(map(str, key)): per_run[key].sort_index().to_numpy()[:, None]
+        " ".join(map(str, key if isinstance(key, tuple) else (key,))): per_run[key].sort_index().to_numpy()[:, None]
         for key in per_run.index.droplevel("seed").unique()
     }
 

@@ -191,3 +191,16 @@ def test_mean_band():
     assert 1.0 <= low[1] < curves[:, 1].mean() < high[1] <= 8.0
     one_low, one_high = mean_ci_band(curves[:1])
     assert one_low.tolist() == one_high.tolist() == [0.0, 1.0, 5.0]
+
+
+def test_the_cli_prints_the_summary_of_summary_md(tmp_path, capsys):
+    """``rlkit-td3 plot`` (and ``compare`` at its end) print the statistics summary.md holds, the same words."""
+    from rlkit_td3.cli import main
+    from rlkit_td3.experiments import write_outputs
+
+    write_outputs(FEW, tmp_path)
+    assert main(["plot", str(tmp_path)]) == 0
+    printed = capsys.readouterr().out
+    written = (tmp_path / "summary.md").read_text()
+    for line in ("| td3 | 3 | 10.0 | range 5.0 to 15.0 | s0: 5.0, s1: 10.0, s2: 15.0 |", "- P(td3 > ddpg) = 1.00"):
+        assert line in printed and line in written
