@@ -15,8 +15,8 @@ saves itself, replay buffer included, after every evaluation, and a re-run conti
 (for long runs that outlive a session, e.g. the Walker2D experiment below); a re-run with a larger ``--steps``
 extends finished checkpointed runs, so every seed can be grown together (``--steps 50000``, then ``100000``, ...).
 ``--summarize`` (also run at the end) writes ``<out>/results.csv`` (one row per evaluation),
-``<out>/summary.md`` (IQM of each run's last 5 evaluations, pooled over seeds, with a 95 % stratified-bootstrap
-CI that resamples runs, and the CI of the IQM difference between the libraries) and ``<out>/curves.png``.
+``<out>/summary.md`` (`summary_text`: each run's score, the mean of its last 5 evaluations; their IQM and spread;
+the probability of improvement between the groups, by rliable's definitions) and ``<out>/curves.png``.
 
 Usage (1 torch thread per run; run it in the background, it takes hours)::
 
@@ -43,11 +43,13 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+import pandas as pd
 import torch
 
 import rlkit_td3  # noqa: F401  (registers the PyBullet ids)
 from rlkit_td3.experiments.presets import resolve_config
-from rlkit_td3.experiments.stats import iqm, iqm_difference_ci, stratified_bootstrap_ci
+from rlkit_td3.experiments.stats import format_improvement, format_spread, improvements
+from rlkit_td3.experiments.stats import summarize as summarize_scores
 from rlkit_td3.noise import NormalActionNoise
 
 RLKIT_LIBS = ("rlkit", "rlkit_uniformwarmup", "rlkit_sb3warmup")
@@ -235,9 +237,87 @@ def _read_runs(out: Path, up_to: int | None = None) -> list[dict[str, Any]]:
     return rows
 
 
+GROUP_NAMES = {"rlkit": "rlkit_td3", "sb3": "SB3"}
+
+
+def _group_label(algo: str, lib: str) -> str:
+    return f"{algo.upper()} {GROUP_NAMES.get(lib, lib)}"
+
+
+def summary_text(rows: list[dict[str, Any]], cpus: list[str]) -> str:
+    """summary.md of a sweep's evaluation rows (as in results.csv): per group of finished runs, each run's score
+    (the mean of its last 5 evaluations), their IQM and spread (a 95 % stratified-bootstrap interval with 5 runs
+    or more, the range below), the probability of improvement between the groups compared, and wall times."""
+    finished = [r for r in rows if str(r["finished"]) == "True"]
+    if not finished:
+        return "No finished runs yet.\n"
+    table = pd.DataFrame(
+        {
+            "algo": [_group_label(r["algo"], r["lib"]) for r in finished],
+            "env": [r["env"] for r in finished],
+            "seed": [int(r["seed"]) for r in finished],
+            "timestep": [int(r["timesteps"]) for r in finished],
+            "mean_return": [float(r["mean_return"]) for r in finished],
+        }
+    )
+    summary = summarize_scores(table, last=LAST_EVALS)
+    envs = sorted(table["env"].unique())
+    steps = sorted(summary["timestep"].unique())
+    lines = [
+        f"{', '.join(envs)}, runs of {' / '.join(f'{t:,}' for t in steps)} steps. Score: the mean of a run's last "
+        f"{LAST_EVALS} evaluations; IQM of the scores; spread: their range below 5 runs, a 95 % stratified-bootstrap "
+        "interval from 5; P(X > Y): the probability of improvement (rliable's definitions).",
+        "",
+        "| group | runs | IQM | spread | run scores |",
+        "|---|---:|---:|---|---|",
+    ]
+    for row in summary.itertuples():
+        runs = ", ".join(f"s{s}: {v:.1f}" for s, v in row.scores)
+        lines.append(f"| {row.algo} | {row.runs} | {row.iqm:.1f} | {format_spread(row.low, row.high, row.spread)} | "
+                     f"{runs} |")  # fmt: skip
+    groups = {(r["env"], r["algo"], r["lib"]) for r in finished}
+    pairs = [((env, algo, "rlkit"), (env, algo, "sb3")) for env, algo, _ in sorted(groups)]  # library against library
+    pairs += [((env, algo, "rlkit"), (env, algo, "rlkit_uniformwarmup")) for env, algo, _ in sorted(groups)]  # warm-ups
+    pairs += [((env, "td3", lib), (env, "ddpg", lib)) for env, _, lib in sorted(groups)]  # TD3 against DDPG
+    compared = []
+    for first, second in dict.fromkeys(pairs):
+        if first in groups and second in groups:
+            x, y = _group_label(*first[1:]), _group_label(*second[1:])
+            both = improvements(table[table["algo"].isin([x, y])], last=LAST_EVALS)
+            compared += [f"- {first[0]}: {format_improvement(row)}" for _, row in both.iterrows()]
+    if compared:
+        lines += ["", *compared]
+    walls: dict[tuple[str, int], float] = {}  # training + evaluation seconds, the run's last row
+    for r in finished:
+        key = (_group_label(r["algo"], r["lib"]), int(r["seed"]))
+        walls[key] = max(walls.get(key, 0.0), float(r["wall_s"]))
+    hours = "; ".join(
+        f"{label}: " + ", ".join(f"{walls[(label, s)] / 3600:.2f}" for s in sorted(s for g, s in walls if g == label))
+        for label in sorted({g for g, _ in walls})
+    )
+    lines.append(
+        f"\nWall time per run, hours, seeds in order ({hours}): training and evaluation at one torch thread on a "
+        "shared machine (an upper bound). "
+        f"CPU of the finished runs: {'; '.join(cpus) if cpus else 'not recorded'}."
+    )
+    unfinished = sorted({(r["algo"], r["lib"], int(r["seed"])) for r in rows} - {
+        (r["algo"], r["lib"], int(r["seed"])) for r in finished
+    })  # fmt: skip
+    if unfinished:
+        reached = {
+            key: max(int(r["timesteps"]) for r in rows if (r["algo"], r["lib"], int(r["seed"])) == key)
+            for key in unfinished
+        }
+        status = ", ".join(
+            f"{_group_label(a, lib)} s{seed} at {reached[(a, lib, seed)]:,}" for a, lib, seed in unfinished
+        )
+        lines.append(f"\nUnfinished runs (not in the table), steps reached: {status}.")
+    return "\n".join(lines) + "\n"
+
+
 def summarize(out: Path, up_to: int | None = None) -> str:
-    """results.csv, summary.md (IQM of the last evaluations with bootstrap CIs) and curves.png; with ``up_to``
-    every run is cut at that step (see `_read_runs`)."""
+    """results.csv, summary.md (`summary_text`) and curves.png; with ``up_to`` every run is cut at that step
+    (see `_read_runs`)."""
     rows = _read_runs(out, up_to)
     if not rows:
         return "no evaluations yet"
@@ -245,70 +325,21 @@ def summarize(out: Path, up_to: int | None = None) -> str:
         writer = csv.DictWriter(f, [*FIELDS, "finished"])
         writer.writeheader()
         writer.writerows(rows)
+    cpus = sorted({json.loads(p.read_text()).get("machine") or "not recorded" for p in (out / "runs").glob("*.done")})
+    text = summary_text(rows, cpus)
+    (out / "summary.md").write_text(text)
+    plot_rows(rows, out / "curves.png")
+    return text
+
+
+def plot_rows(rows: list[dict[str, Any]], path: Path) -> None:
+    """curves.png of a sweep's evaluation rows: the finished runs' mean per group, with the min-max band."""
     groups: dict[tuple[str, str, str], dict[int, list[tuple[int, float]]]] = {}
     for r in rows:
         key = (r["env"], r["algo"], r["lib"])
         groups.setdefault(key, {}).setdefault(int(r["seed"]), []).append((int(r["timesteps"]), float(r["mean_return"])))
-    finished = {(r["env"], r["algo"], r["lib"], int(r["seed"])) for r in rows if r["finished"]}
-    walls: dict[tuple[str, str, str, int], float] = {}  # training + evaluation seconds, the run's last row
-    for r in rows:
-        key = (r["env"], r["algo"], r["lib"], int(r["seed"]))
-        walls[key] = max(walls.get(key, 0.0), float(r["wall_s"]))
-    cpus = sorted({json.loads(p.read_text()).get("machine") or "not recorded" for p in (out / "runs").glob("*.done")})
-    lines = [
-        "| env | algo | library | finished runs | IQM of the last 5 evaluations | 95 % CI | per-seed mean of last 5 "
-        "| wall time per run (h) |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    scored: dict[tuple[str, str, str], np.ndarray] = {}
-    for (env, algo, lib), seeds in sorted(groups.items()):
-        done = sorted(s for s in seeds if (env, algo, lib, s) in finished)
-        if not done:
-            continue
-        scores = np.array([[v for _, v in sorted(seeds[s])[-LAST_EVALS:]] for s in done])
-        scored[(env, algo, lib)] = scores
-        low, high = stratified_bootstrap_ci([scores])  # runs resampled as units
-        per_seed = ", ".join(f"s{s}: {scores[i].mean():.0f}" for i, s in enumerate(done))
-        hours = ", ".join(f"{walls[(env, algo, lib, s)] / 3600:.2f}" for s in done)
-        lines.append(
-            f"| {env} | {algo} | {lib} | {len(done)} | {float(iqm(scores.ravel())):.1f} | "
-            f"[{low:.1f}, {high:.1f}] | {per_seed} | {hours} |"
-        )
-    pairs = [((env, algo, "rlkit"), (env, algo, "sb3")) for env, algo, _ in scored]  # library against library
-    pairs += [((env, algo, "rlkit"), (env, algo, "rlkit_uniformwarmup")) for env, algo, _ in scored]  # warm-ups
-    pairs += [((env, "td3", lib), (env, "ddpg", lib)) for env, _, lib in scored]  # TD3 against DDPG
-    for first, second in dict.fromkeys(pairs):
-        if first in scored and second in scored:
-            difference, low, high = iqm_difference_ci(scored[first], scored[second])
-            if min(len(scored[first]), len(scored[second])) < 2:  # one run: the bootstrap has nothing to resample
-                verdict = "one run in a group: the interval is degenerate, not evidence either way"
-            else:
-                verdict = "excludes 0: they differ" if low > 0 or high < 0 else "includes 0: not separable"
-            lines.append(
-                f"\n{first[0]}: IQM {'/'.join(first[1:])} − {'/'.join(second[1:])} = {difference:.1f}, 95 % CI "
-                f"[{low:.1f}, {high:.1f}] (runs resampled within each group; {verdict})"
-            )
-    unfinished = sorted(
-        {(r["env"], r["algo"], r["lib"], int(r["seed"])) for r in rows} - finished, key=lambda k: (k[1], k[2], k[3])
-    )
-    if unfinished:
-        reached = {
-            key: max(int(r["timesteps"]) for r in rows if (r["env"], r["algo"], r["lib"], int(r["seed"])) == key)
-            for key in unfinished
-        }
-        status = ", ".join(
-            f"{lib} {algo} s{seed} at {reached[(env, algo, lib, seed)]:,}" for env, algo, lib, seed in unfinished
-        )
-        lines.append(f"\nUnfinished runs (not in the table), steps reached: {status}.")
-    lines.append(
-        f"\nWall time: training and evaluation of one run at one torch thread, on a machine shared with other runs "
-        f"and test suites (an upper bound on a free core's). "
-        f"CPU of the finished runs: {'; '.join(cpus) if cpus else 'none finished'}."
-    )
-    text = "\n".join(lines) + "\n"
-    (out / "summary.md").write_text(text)
-    _plot(groups, finished, out / "curves.png")
-    return text
+    finished = {(r["env"], r["algo"], r["lib"], int(r["seed"])) for r in rows if str(r["finished"]) == "True"}
+    _plot(groups, finished, path)
 
 
 def _plot(groups: dict, finished: set, path: Path) -> None:

@@ -10,11 +10,11 @@ The two sweeps run the same seeds and evaluation (10 deterministic episodes ever
     python benchmarks/td3_plus.py --zoo sweeps/hc_zoo --plus sweeps/hc_plus --out benchmarks/results/td3_plus
 
 This script reads their run directories (finished or not), labels the runs ``TD3`` and ``TD3+`` and writes
-``<out>/results.csv`` (every evaluation), ``<out>/summary.md`` (per label: runs, steps reached, IQM of each run's
-last 5 evaluations pooled over seeds with a 95 % stratified-bootstrap CI over runs, the per-seed means, and the per-seed
-differences TD3+ − TD3) and ``<out>/learning_curve_<env>.png`` (mean over seeds with a bootstrap band). The
-summary's method is the one of ``benchmarks/sb3_compare.py``, so the two tables read the same way. ``--results``
-re-summarizes a ``results.csv`` written before, when the sweep directories are gone.
+``<out>/results.csv`` (every evaluation), ``<out>/summary.md`` (per label: each run's score, the mean of its last
+5 evaluations; their IQM and spread; the per-seed differences TD3+ − TD3 and the probability of improvement, by
+rliable's definitions, as in ``benchmarks/sb3_compare.py``) and ``<out>/learning_curve_<env>.png`` (mean over
+seeds; the band: the range with fewer than 5 seeds). ``--results`` re-summarizes a ``results.csv`` written
+before, when the sweep directories are gone.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import pandas as pd
 
 from rlkit_td3.experiments import load_results
 from rlkit_td3.experiments.plots import plot_learning_curves
-from rlkit_td3.experiments.stats import iqm, run_scores, stratified_bootstrap_ci
+from rlkit_td3.experiments.stats import format_improvement, format_spread, improvements, run_scores, summarize
 from rlkit_td3.fileio.serialization import atomic_write
 
 LAST_EVALS = 5
@@ -42,27 +42,29 @@ def read_sweep(sweep: Path, label: str) -> pd.DataFrame:
 
 
 def summary(table: pd.DataFrame) -> str:
-    """The markdown table: IQM of the last evaluations per label, with CIs, per-seed means and differences."""
+    """The markdown table: per label, the run scores, their IQM and spread; the per-seed differences; P(TD3+ > TD3)."""
+    steps = sorted(table.groupby(["algo", "seed"])["timestep"].max().unique())
     lines = [
-        f"| preset | runs | steps reached | IQM of the last {LAST_EVALS} evaluations | 95 % CI | per-seed mean of "
-        f"the last {LAST_EVALS} |",
-        "|---|---|---|---|---|---|",
+        f"Runs of {' / '.join(f'{t:,}' for t in steps)} steps. Score: the mean of a run's last {LAST_EVALS} "
+        "evaluations; IQM of the scores; spread: their range below 5 runs, a 95 % stratified-bootstrap interval "
+        "from 5 (rliable's definitions).",
+        "",
+        "| preset | runs | IQM | spread | run scores |",
+        "|---|---:|---:|---|---|",
     ]
-    per_seed: dict[str, dict[int, float]] = {}
-    for label, group in table.groupby("algo", sort=False):
-        scores = run_scores(group, LAST_EVALS)  # (runs, evaluations), runs in seed order
-        means = {int(seed): float(row.mean()) for seed, row in zip(sorted(group["seed"].unique()), scores)}
-        low, high = stratified_bootstrap_ci([scores])  # runs resampled as units
-        reached = ", ".join(f"s{s}: {int(r.timestep.max()):,}" for s, r in group.groupby("seed"))
-        seeds = ", ".join(f"s{s}: {m:.0f}" for s, m in means.items())
-        value = float(iqm(scores.ravel()))
-        lines.append(f"| {label} | {len(scores)} | {reached} | {value:.1f} | [{low:.1f}, {high:.1f}] | {seeds} |")
-        per_seed[str(label)] = means
-    if len(per_seed) == 2:
-        (a, first), (b, second) = per_seed.items()
-        common = sorted(set(first) & set(second))
-        diffs = ", ".join(f"s{s}: {second[s] - first[s]:+.0f}" for s in common)
-        lines += ["", f"Per-seed difference {b} − {a} (mean of the last {LAST_EVALS} evaluations): {diffs}."]
+    order = list(dict.fromkeys(table["algo"]))
+    summarized = summarize(table, last=LAST_EVALS).set_index("algo").loc[order]
+    for label, row in summarized.iterrows():
+        runs = ", ".join(f"s{s}: {v:.1f}" for s, v in row["scores"])
+        spread = format_spread(row["low"], row["high"], row["spread"])
+        lines.append(f"| {label} | {row['runs']} | {row['iqm']:.1f} | {spread} | {runs} |")
+    if len(order) == 2:
+        scores = run_scores(table, LAST_EVALS).set_index(["algo", "seed"])["score"]
+        a, b = order
+        common = sorted(set(scores[a].index) & set(scores[b].index))
+        diffs = ", ".join(f"s{s}: {scores[b][s] - scores[a][s]:+.1f}" for s in common)
+        lines += ["", f"Per-seed difference {b} − {a} (score against score): {diffs}."]
+        lines += [f"{format_improvement(row)}." for _, row in improvements(table, last=LAST_EVALS).iterrows()]
     return "\n".join(lines) + "\n"
 
 

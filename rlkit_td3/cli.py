@@ -129,7 +129,7 @@ def compare(args: argparse.Namespace) -> int:
     """``rlkit-td3 compare``: algos × envs × seeds, then results.csv, summary.md and plots."""
     from rlkit_td3.experiments import compare as run_comparison
     from rlkit_td3.experiments.comparison import shell_command
-    from rlkit_td3.experiments.stats import final_returns
+    from rlkit_td3.experiments.stats import final_returns, improvements, summarize, summary_markdown
 
     table = run_comparison(
         algos=args.algos,
@@ -146,6 +146,8 @@ def compare(args: argparse.Namespace) -> int:
     )
     finals = final_returns(table)
     print(f"wrote {Path(args.out) / 'results.csv'} ({len(table)} rows, {len(finals)} runs), summary.md and plots")
+    if not table.empty:  # the statistics of summary.md, computed the same way
+        print(summary_markdown(summarize(table), improvements(table)))
     return 0
 
 
@@ -153,7 +155,7 @@ def plot(args: argparse.Namespace) -> int:
     """``rlkit-td3 plot``: learning curves (and the summary table) from existing sweep or run directories."""
     from rlkit_td3.experiments import load_results
     from rlkit_td3.experiments.plots import plot_learning_curves
-    from rlkit_td3.experiments.stats import summarize, summary_markdown
+    from rlkit_td3.experiments.stats import improvements, summarize, summary_markdown
 
     for path in args.dirs:
         if not Path(path).is_dir():
@@ -164,7 +166,7 @@ def plot(args: argparse.Namespace) -> int:
     out = args.out or (args.dirs[0] if len(args.dirs) == 1 else ".")
     for path in plot_learning_curves(table, out):
         print(f"wrote {path}")
-    print(summary_markdown(summarize(table)))
+    print(summary_markdown(summarize(table), improvements(table)))
     return 0
 
 

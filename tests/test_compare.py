@@ -57,12 +57,11 @@ def test_local_sweep_writes_table_summary_and_plot(local_sweep):
     assert not table.duplicated(["algo", "env", "seed", "timestep"]).any()
     assert set(table["timestep"]) == {500, 1000} and set(table["algo"]) == {"td3", "ddpg"}
     summary = (local_sweep / "summary.md").read_text()
-    assert "## Pendulum-v1" in summary and "IQM [95 % CI]" in summary and "rlkit-td3 compare" in summary
+    assert "## Pendulum-v1" in summary and "rlkit-td3 compare" in summary and "P(" in summary
     for algo in ("td3", "ddpg"):
-        finals = [v for (a, _), v in _final_returns(local_sweep).items() if a == algo]
-        both = table[table["algo"] == algo]["mean_return"].to_numpy()  # 2 runs x 2 evaluations, all scored
-        assert f"| {algo} | 2 | 1,000 | {np.mean(np.sort(both)[1:3]):.1f} [" in summary  # IQM: the middle two
-        assert f"(last 2) | {np.mean(finals):.1f} ± {np.std(finals):.1f} |" in summary
+        runs = table[table["algo"] == algo].groupby("seed")["mean_return"].mean()  # a run's score: its 2 evaluations
+        cells = f"| {algo} | 2 | {runs.mean():.1f} | range {runs.min():.1f} to {runs.max():.1f} |"  # 2 runs: the mean
+        assert cells in summary, summary
     png = (local_sweep / "learning_curve_Pendulum-v1.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
     run = local_sweep / "runs" / "td3_Pendulum-v1_seed1"

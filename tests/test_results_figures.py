@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PAGES = [
     "index.md",
     "results.md",
+    "results_runs.md",
     "tips.md",
     "algorithms/td3.md",
     "algorithms/ddpg.md",
@@ -127,6 +128,38 @@ def test_a_results_curve_shown_in_the_docs_is_the_committed_one():
         for path in (ROOT / "benchmarks" / "results").glob("*/curves.png")
     ]
     shown = [(image, curves) for image, curves in copies if image.exists()]
-    assert len(shown) >= 3  # walker_500k, ant_500k, halfcheetah_100k_v2 at least
+    assert len(shown) >= 6  # walker_500k, ant_500k, halfcheetah_100k_v2, walker_td3_ddpg, td3_plus, sb3_compare
     for image, curves in shown:
         assert image.read_bytes() == curves.read_bytes(), f"{image.name} is not {curves.relative_to(ROOT)}"
+
+
+def test_every_committed_summary_is_its_raw_results_recomputed():
+    """Each summary under ``benchmarks/results/`` (the tables the Results page inserts) is what
+    ``benchmarks/resummarize.py`` computes now from the committed ``results.csv``, by the statistics of
+    ``rlkit_td3.experiments.stats``: a summary cannot keep figures of an older method or an older state of a sweep."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import resummarize
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    texts = resummarize.summaries()
+    assert len(texts) == 7
+    for path, text in texts.items():
+        assert path.read_text() == text, f"{path.relative_to(ROOT)} is not its results.csv recomputed"
+
+
+def test_the_comparing_page_table_is_its_results_recomputed():
+    """docs/comparison.md shows the summary table of ``docs/comparison/results.csv`` row for row."""
+    import pandas as pd
+
+    from rlkit_td3.experiments.stats import improvements, summarize, summary_markdown
+
+    table = pd.read_csv(ROOT / "docs" / "comparison" / "results.csv")
+    text = summary_markdown(summarize(table), improvements(table))
+    page = (ROOT / "docs" / "comparison.md").read_text(encoding="utf-8")
+    rows = [line for line in text.splitlines() if line.startswith(("| ", "- P("))]
+    assert len(rows) == 4  # the header, two algos, one probability
+    for line in rows:
+        assert line in page, f"docs/comparison.md lacks the summary line {line!r}"

@@ -88,5 +88,7 @@ def test_summary_up_to_a_step_cuts_every_run_and_counts_those_that_reached_it(tm
     assert finished == {("td3", "0"), ("td3", "1"), ("ddpg", "0")}  # ddpg seed 1 stopped at 25k
     assert not any(r["finished"] for r in sb3_compare._read_runs(tmp_path))  # no .done markers
     text = sb3_compare.summarize(tmp_path, up_to=30_000)
-    assert "| E | td3 | rlkit | 2 | 30.0 |" in text and "| E | ddpg | rlkit | 1 | 20.0 |" in text
-    assert "E: IQM td3/rlkit − ddpg/rlkit = 10.0" in text
+    assert "| TD3 rlkit_td3 | 2 | 30.0 | range 30.0 to 30.0 | s0: 30.0, s1: 30.0 |" in text
+    assert "| DDPG rlkit_td3 | 1 | 20.0 | range 20.0 to 20.0 | s0: 20.0 |" in text
+    assert "- E: P(TD3 rlkit_td3 > DDPG rlkit_td3) = 1.00 (no interval: 1 run in a group, fewer than 5)" in text
+    assert "Unfinished runs (not in the table), steps reached: DDPG rlkit_td3 s1 at 25,000." in text

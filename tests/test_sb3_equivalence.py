@@ -4,7 +4,7 @@ Update: SB3's weights are copied into rlkit_td3, both policies are cast to float
 batches and the same smoothing-noise draws, and after K updates every actor, critic and target tensor agrees to
 1e-6 relative (rounding alone reaches ~1e-14). Controls with a wrong discount or a shifted delay phase must
 disagree, so the comparison can fail. In float32 the two runs separate after a few updates from summation order
-alone (SB3 against itself with reversed batches does the same): see docs/results.md.
+alone (SB3 against itself with reversed batches does the same): see docs/results_runs.md.
 
 Loop: on an env whose observations do not depend on the actions, both libraries store the same transitions
 (truncation bootstraps, termination does not), start training at the same step and make the same number of

@@ -4,9 +4,10 @@
 the six runs into ``cmp/runs/<algo>_<env>_seed<S>/`` (run directories, see `.runner`) and writes:
 
 - ``cmp/results.csv``: one row per (algo, env, seed, evaluation timestep) with the mean evaluation return;
-- ``cmp/summary.md``: per env and algo, the final return (mean ± std over seeds) and the IQM with its 95 %
-  stratified-bootstrap CI (`.stats`);
-- ``cmp/learning_curve_<env>.png``: mean return per algo with a bootstrap CI band (`.plots`).
+- ``cmp/summary.md``: per env and algo, each run's score (the mean of its last 5 evaluations), their IQM and
+  a 95 % stratified-bootstrap interval (with 5 runs or more; below that, the range of the scores), and the
+  probability that one algo's run beats the other's (`.stats`, rliable's definitions);
+- ``cmp/learning_curve_<env>.png``: mean return per algo with a band (`.plots`).
 
 A run is complete once the comparison has stored its ``result.json``; calling ``compare`` again with the same
 ``out`` skips complete runs and resumes unfinished ones from their newest checkpoint, so an interrupted sweep
@@ -29,7 +30,7 @@ from rlkit_td3.experiments.backends import BACKENDS, run_local, run_ray
 from rlkit_td3.experiments.plots import plot_learning_curves
 from rlkit_td3.experiments.presets import ConfigError, _did_you_mean
 from rlkit_td3.experiments.runner import RunSpec, read_evaluations
-from rlkit_td3.experiments.stats import RESULT_COLUMNS, summarize, summary_markdown
+from rlkit_td3.experiments.stats import RESULT_COLUMNS, improvements, summarize, summary_markdown
 from rlkit_td3.fileio.file_reader import read_json_file
 from rlkit_td3.fileio.serialization import atomic_write
 
@@ -232,7 +233,7 @@ def write_outputs(results: pd.DataFrame, out: str | os.PathLike[str], command: s
     _write_text(out / "results.csv", results.to_csv(index=False))
     if results.empty:
         return [out / "results.csv"]
-    _write_text(out / "summary.md", summary_markdown(summarize(results), command))
+    _write_text(out / "summary.md", summary_markdown(summarize(results), improvements(results), command))
     return [out / "results.csv", out / "summary.md", *plot_learning_curves(results, out)]
 
 

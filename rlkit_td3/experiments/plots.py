@@ -1,5 +1,6 @@
-"""Learning-curve plots of a comparison: one PNG per env, the mean return over seeds per algo with a bootstrap
-95 % confidence band."""
+"""Learning-curve plots of a comparison: one PNG per env, the mean return over seeds per algo with a band: a
+bootstrap 95 % confidence band of the mean with 5 runs or more, the range of the runs (lowest to highest) with
+fewer."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rlkit_td3.experiments.stats import mean_ci_band
+from rlkit_td3.experiments.stats import MIN_RUNS_FOR_INTERVAL, mean_ci_band
 from rlkit_td3.fileio.serialization import atomic_path
 
 
@@ -21,7 +22,9 @@ def plot_learning_curves(results: pd.DataFrame, out_dir: str | Path) -> list[Pat
     """Write ``learning_curve_<env>.png`` for each env of a ``results.csv`` table.
 
     Each algo's line is the mean over its seeds of the evaluation return at each timestep that all its seeds
-    reached; the band is the 95 % percentile-bootstrap CI of that mean (none with a single seed).
+    reached; the band is the 95 % percentile-bootstrap CI of that mean with ``MIN_RUNS_FOR_INTERVAL`` seeds or
+    more, and the range of the seeds' returns (lowest to highest) with fewer, where a bootstrap interval would
+    claim a confidence it does not have (none with a single seed). The legend says which.
 
     Returns:
         The PNG paths, in env order.
@@ -42,8 +45,11 @@ def plot_learning_curves(results: pd.DataFrame, out_dir: str | Path) -> list[Pat
                 continue
             steps = table.columns.to_numpy(dtype=np.int64)
             curves = table.to_numpy(dtype=np.float64)
-            low, high = mean_ci_band(curves)
-            runs = f"{len(table.index)} seeds" if len(table.index) > 1 else f"seed {table.index[0]}"
+            if len(curves) >= MIN_RUNS_FOR_INTERVAL:
+                (low, high), band = mean_ci_band(curves), "; band: 95 % CI of the mean"
+            else:
+                low, high, band = curves.min(axis=0), curves.max(axis=0), "; band: range" * (len(curves) > 1)
+            runs = f"{len(table.index)} seeds{band}" if len(table.index) > 1 else f"seed {table.index[0]}"
             (line,) = ax.plot(steps, curves.mean(axis=0), label=f"{algo.upper()} ({runs})")
             ax.fill_between(steps, low, high, color=line.get_color(), alpha=0.2, linewidth=0)
         ax.set_title(env)
