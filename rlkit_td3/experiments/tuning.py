@@ -122,14 +122,24 @@ def open_storage(url: str) -> Any:
                 f"--storage must be a database URL (sqlite:///FILE.db, postgresql://..., mysql://...) or a journal "
                 f"file FILE.log, got {text!r}"
             )
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # the heartbeat is marked experimental
-            return optuna.storages.RDBStorage(
-                text,
-                heartbeat_interval=HEARTBEAT_S,
-                grace_period=GRACE_S,
-                heartbeat_stale_trial_callback=optuna.storages.RetryHeartbeatStaleTrialCallback(MAX_RETRIES),
-            )
+        # SQLite: wait for another process's write lock instead of failing after SQLite's default 5 s
+        engine = {"connect_args": {"timeout": 60}} if text.startswith("sqlite") else None
+        for attempt in range(5):
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # the heartbeat is marked experimental
+                    return optuna.storages.RDBStorage(
+                        text,
+                        engine_kwargs=engine,
+                        heartbeat_interval=HEARTBEAT_S,
+                        grace_period=GRACE_S,
+                        heartbeat_stale_trial_callback=optuna.storages.RetryHeartbeatStaleTrialCallback(MAX_RETRIES),
+                    )
+            except Exception as exc:
+                # two processes creating the same new database's tables at once: the loser finds them made
+                if attempt == 4 or type(exc).__name__ != "IntegrityError":
+                    raise
+                time.sleep(0.2 * (attempt + 1))
     except ConfigError:
         raise
     except Exception as exc:  # sqlalchemy's errors, a missing database driver, an unreachable server
@@ -243,10 +253,10 @@ def recover_interrupted_trials(study: Any) -> list[int]:
         if worker_host != host or not pid.isdigit() or not _process_gone(int(pid)):
             continue
         try:
+            study._storage.set_trial_user_attr(trial._trial_id, "error", "interrupted (its process is gone)")
             study._storage.set_trial_state_values(trial._trial_id, optuna.trial.TrialState.FAIL)
-        except Exception:  # another process marked it first
+        except optuna.exceptions.UpdateFinishedTrialError:  # another process marked it first
             continue
-        study._storage.set_trial_user_attr(trial._trial_id, "error", "interrupted (its process is gone)")
         _enqueue_retry(study, trial)
         failed.append(trial.number)
     return failed
@@ -274,13 +284,16 @@ class _Job:
     threads: int
     verbose: bool
     progress_bar: bool
+    seeded: bool
 
 
 def _make_sampler(job: _Job, start_count: int, index: int) -> Any:
     import numpy as np
 
     optuna = _optuna()
-    seed = int(np.random.SeedSequence([job.seed, start_count, index]).generate_state(1)[0])
+    # seeded on the folder's own storage (a study reproduces on one machine); unseeded on a shared one, so that
+    # workers started together do not try the same values
+    seed = int(np.random.SeedSequence([job.seed, start_count, index]).generate_state(1)[0]) if job.seeded else None
     if job.sampler == "random":
         return optuna.samplers.RandomSampler(seed=seed)
     with warnings.catch_warnings():
@@ -448,7 +461,8 @@ def tune(
         eval_freq: env steps between a trial's evaluations (default ``timesteps // 10``).
         eval_episodes: episodes per evaluation.
         seed: seeds every trial's training and evaluation (every trial sees the same seed, so trials differ by
-            their values), and, with the trial count, the sampler.
+            their values), and, with the default storage, the sampler (with the number of trials so far); with
+            ``storage`` the sampler is unseeded, so that workers started together try different values.
         device: torch device of each trial.
         threads: torch threads of each worker.
         enqueue: values to try first (``{name: value}`` in the space's names), queued when the study is created.
@@ -470,7 +484,7 @@ def tune(
     algo = str(algo).lower()
     algorithm_class(algo)
     check_env_id(env_id)
-    _check_positive("trials", n_trials)
+    _check_positive("n_trials (--trials)", n_trials)
     _check_positive("timesteps", timesteps)
     _check_positive("n_jobs", n_jobs)
     _check_positive("eval_episodes", eval_episodes)
@@ -512,6 +526,13 @@ def tune(
         storage_url = str(storage)
     storage_obj = open_storage(storage_url)
     where = str(out / STUDY_FILE) if storage is None else repr(storage_url)
+    if storage is None:  # the folder's own storage holds one study
+        others = [s.study_name for s in storage_obj.get_all_studies() if s.study_name != study_name]
+        if others:
+            raise ConfigError(
+                f"{where} holds study {others[0]!r}, not {study_name!r}; use another --out, or --study-name "
+                f"{others[0]} to continue it"
+            )
     study = _open_study(storage_obj, study_name, identity, where)
     new_study = not study.get_trials(deepcopy=False)
     if new_study:
@@ -519,8 +540,10 @@ def tune(
             study.enqueue_trial(dict(params))
     recovered = recover_interrupted_trials(study)
     out.mkdir(parents=True, exist_ok=True)
-    job = _Job(storage_url, study_name, algo, env_id, timesteps, preset, overrides, space, eval_freq, eval_episodes,
-               seed, sampler, pruner, n_startup_trials, device, threads, verbose, progress_bar)  # fmt: skip
+    job = _Job(
+        storage_url, study_name, algo, env_id, timesteps, preset, overrides, space, eval_freq, eval_episodes,
+        seed, sampler, pruner, n_startup_trials, device, threads, verbose, progress_bar, seeded=storage is None,
+    )  # fmt: skip
     if verbose:
         before = len(study.get_trials(deepcopy=False))
         print(
