@@ -182,7 +182,7 @@ def tune(args: argparse.Namespace) -> int:
         trials = min(trials, 2) if trials > 0 else trials
         eval_freq = None if eval_freq is None else min(eval_freq, timesteps)
         eval_episodes = 1
-    result = run_tuning(
+    tuning = dict(
         algo=args.algo,
         env_id=args.env,
         n_trials=trials,
@@ -205,6 +205,11 @@ def tune(args: argparse.Namespace) -> int:
         progress_bar=args.progress_bar,
         command=shell_command(["rlkit-td3", *sys.argv[1:]]) if args.argv is None else args.argv,
     )
+    try:
+        result = run_tuning(**tuning)
+    except KeyboardInterrupt:
+        print(f"rlkit-td3: interrupted; outputs written to {args.out}; rerun the command to continue", file=sys.stderr)
+        return 130
     if result.best_number is not None:
         print(f"best: trial {result.best_number}, value {result.best_value:.2f}; preset {result.preset_path}")
     return 0

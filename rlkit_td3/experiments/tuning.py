@@ -65,7 +65,7 @@ def _optuna() -> Any:
         raise ConfigError(
             "tuning needs Optuna: install the 'tune' extra (pip install -e '.[tune]' in the rlkit_td3 clone)"
         ) from None
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    optuna.logging.set_verbosity(optuna.logging.ERROR)  # each trial's own line says what happened to it
     return optuna
 
 
@@ -478,6 +478,8 @@ def tune(
             search-space key, a bad search-space file, a non-positive count, a storage that cannot be opened,
             or a study of the name that tunes another algorithm, env or setting.
         TuningError: a worker process failed (the outputs are written first).
+        KeyboardInterrupt: Ctrl-C, after the outputs of the study as it stands are written (the interrupted
+            trial is failed and queued again: the same call continues the study).
     """
     from rlkit_td3.experiments.presets import resolve_config
 
@@ -562,12 +564,19 @@ def tune(
                enumerate(shares) if i > 0]  # fmt: skip
     for process in workers:
         process.start()
+    interrupted = False
     try:
         _work(job, shares[0], 0)
+    except KeyboardInterrupt:  # the study as it stands is written; the interrupted trial is queued again
+        interrupted = True
     finally:
         for process in workers:
-            process.join()
-            if process.exitcode != 0:
+            try:
+                process.join()
+            except KeyboardInterrupt:
+                interrupted = True
+                process.join()
+            if process.exitcode != 0 and not interrupted:
                 failures.append(f"worker {process.pid} exited with code {process.exitcode}")
     study = optuna.load_study(study_name=study_name, storage=storage_obj)
     result = write_outputs(study, out, identity, study_name=study_name, storage=where,
@@ -578,6 +587,8 @@ def tune(
             f"({(time.perf_counter() - started) / 60:.1f} min)",
             flush=True,
         )
+    if interrupted:
+        raise KeyboardInterrupt
     if failures:
         raise TuningError("; ".join(failures))
     return result

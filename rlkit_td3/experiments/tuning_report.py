@@ -68,7 +68,10 @@ def trials_table(study: Any) -> pd.DataFrame:
         row.update({f"params_{name}": value for name, value in trial.params.items()})
         rows.append(row)
     columns = ["number", "state", "value", "duration_s", "steps", "retry_of", "error"]
-    return pd.DataFrame(rows, columns=None if rows else columns)
+    table = pd.DataFrame(rows, columns=None if rows else columns)
+    for column in ("steps", "retry_of"):
+        table[column] = table[column].astype("Int64")  # whole numbers, empty where missing
+    return table
 
 
 def _toml_value(value: Any) -> str:
