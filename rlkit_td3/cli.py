@@ -180,7 +180,7 @@ def tune(args: argparse.Namespace) -> int:
     if cap is not None:  # a quick try: at most 2 trials of the capped length, one episode per evaluation
         timesteps = min(timesteps, cap) if isinstance(timesteps, int) and timesteps > 0 else timesteps
         trials = min(trials, 2) if trials > 0 else trials
-        eval_freq = None if eval_freq is None else min(eval_freq, timesteps)
+        eval_freq = timesteps if eval_freq is None else min(eval_freq, timesteps)
         eval_episodes = 1
     tuning = dict(
         algo=args.algo,
@@ -334,7 +334,7 @@ def _run_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def _add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timesteps", type=_positive_int, default=None, help="default: the preset's n_timesteps")
-    parser.add_argument("--preset", default=None, help="paper, plus (TD3+), zoo or FILE.toml")
+    parser.add_argument("--preset", default=None, help="paper, plus (TD3+) or zoo (or a preset file FILE.toml)")
     parser.add_argument("--hp", nargs="*", default=[], metavar="KEY=VALUE", help="override hyperparameters")
     parser.add_argument("--device", default="auto", help="auto, cpu or cuda")
     parser.add_argument("--eval-freq", type=_positive_int, default=5000, help="TD3 paper: every 5,000 steps")
