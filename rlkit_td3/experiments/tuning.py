@@ -362,10 +362,10 @@ def _describe(trial: Any) -> str:
     steps = trial.user_attrs.get("steps")
     took = trial.duration.total_seconds() if trial.duration is not None else float("nan")
     if state == "COMPLETE":
-        return f"value {trial.value:.2f} after {steps:,} steps in {took:.1f} s"
+        return f"{trial.value:.2f} after {steps:,} steps ({took:.1f} s)"
     if state == "PRUNED":
         last = trial.intermediate_values[max(trial.intermediate_values)] if trial.intermediate_values else math.nan
-        return f"pruned at {steps or 0:,} steps (last evaluation {last:.2f}) in {took:.1f} s"
+        return f"pruned at {steps or 0:,} steps ({last:.2f}, {took:.1f} s)"
     return f"failed ({trial.user_attrs.get('error', 'see the log')})"
 
 
@@ -550,10 +550,11 @@ def tune(
         before = len(study.get_trials(deepcopy=False))
         print(
             f"study {study_name!r} in {where}: {before} trials so far"
-            + (f" (interrupted trials {recovered} marked failed, to be retried)" if recovered else "")
-            + f"; running {n_trials} more on {min(n_jobs, n_trials)} worker(s), {timesteps:,} steps each",
+            + (f"; interrupted trials {recovered} failed, to be retried" if recovered else ""),
             flush=True,
         )
+        workers = min(n_jobs, n_trials)
+        print(f"running {n_trials} trials of {timesteps:,} steps on {workers} worker{'s' * (workers > 1)}", flush=True)
     shares = _shares(n_trials, n_jobs)
     failures = []
     started = time.perf_counter()
