@@ -501,6 +501,8 @@ def tune(
     if isinstance(pruner, str) and pruner not in PRUNERS:
         raise ConfigError(f"unknown pruner {pruner!r}{_did_you_mean(pruner, PRUNERS)}")
     _check_device(device)
+    if n_jobs > 1 and not isinstance(pruner, str):
+        raise ConfigError("a pruner object works with n_jobs=1 only; pass pruner='median' or 'none'")
     eval_freq = eval_freq or max(1, timesteps // 10)
     if eval_freq > timesteps:
         raise ConfigError(
@@ -558,8 +560,6 @@ def tune(
     shares = _shares(n_trials, n_jobs)
     failures = []
     started = time.perf_counter()
-    if len(shares) > 1 and not isinstance(pruner, str):
-        raise ConfigError("a pruner object works with n_jobs=1 only; pass pruner='median' or 'none'")
     context = multiprocessing.get_context("spawn")
     workers = [context.Process(target=_work, args=(job, share, i), daemon=False) for i, share in
                enumerate(shares) if i > 0]  # fmt: skip

@@ -149,7 +149,7 @@ def write_plots(study: Any, out: Path) -> tuple[list[Path], list[str]]:
             except ImportError:
                 continue
             figure = getattr(optuna.visualization, function)(study, **kwargs)
-            files.append(_write(out / f"{name}.html", figure.to_html(include_plotlyjs="cdn")))
+            files.append(_write(out / f"{name}.html", figure.to_html(include_plotlyjs=True)))
     return files, notes
 
 
