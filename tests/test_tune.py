@@ -192,3 +192,21 @@ def test_search_space_errors_name_the_key():
     ):
         with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)").replace("?", r"\?")):
             build_space("td3", space)
+
+
+def test_preset_file_errors_name_the_file(tmp_path):
+    for name, text, message in (
+        ("broken.toml", "[td3.default\n", "preset file '.*broken.toml' is not valid TOML"),
+        ("algo.toml", "[td33.default]\ngamma = 0.9\n", "unknown algo table 'td33'; did you mean 'td3'"),
+        ("extends.toml", 'extends = "zo"\n', "extends must name a shipped preset; did you mean 'zoo'"),
+        ("key.toml", "[td3.default]\ngama = 0.9\n", "unknown hyperparameter 'gama' in preset '.*key.toml'"),
+        ("absent.toml", None, "preset file '.*absent.toml' does not exist"),
+    ):
+        if text is not None:
+            (tmp_path / name).write_text(text)
+        with pytest.raises(ConfigError, match=message):
+            resolve_config("td3", "Pendulum-v1", str(tmp_path / name))
+    (tmp_path / "env.toml").write_text('extends = "zoo"\n[td3."Pendulum-v1"]\ntau = 0.01\n')
+    config = resolve_config("td3", "Pendulum-v1", str(tmp_path / "env.toml"))
+    assert config["hyperparameters"]["tau"] == 0.01 and config["hyperparameters"]["gamma"] == 0.98  # zoo's
+    assert resolve_config("td3", "Hopper-v5", str(tmp_path / "env.toml"))["hyperparameters"]["tau"] == 0.005
