@@ -85,6 +85,11 @@ def _check_name(name: str, where: str) -> None:
 
 
 def _number(value: Any, what: str, integer: bool = False) -> float:
+    if isinstance(value, str) and not integer:  # PyYAML reads 1e-4 (no dot) as a string
+        try:
+            value = float(value)
+        except ValueError:
+            pass
     kinds = (int,) if integer else (int, float)
     if isinstance(value, bool) or not isinstance(value, kinds) or not math.isfinite(value):
         raise ConfigError(f"{what} must be {'an integer' if integer else 'a finite number'}, got {value!r}")
