@@ -197,7 +197,8 @@ def summary_text(
             "",
             _table([[f"`{k}`", f"`{v}`"] for k, v in best.params.items()], ["searched", "value"]),
             "",
-            f"Train with it: `rlkit-td3 train --algo {algo} --env {env_id} --preset {PRESET_FILE} --timesteps N`.",
+            f"Train with it: `rlkit-td3 train --algo {algo} --env {env_id} --preset {files[0].parent / PRESET_FILE} "
+            "--timesteps N`.",
             "",
         ]
         top = table[table["state"] == "COMPLETE"].sort_values("value", ascending=False).head(5)
