@@ -16,7 +16,7 @@ $(BIN)/python:
 
 $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/pip install --quiet "$(TORCH_SPEC)"
-	$(BIN)/pip install --quiet -e ".[test,box2d,mujoco,video,progress,tensorboard,ray,export,robotics]"
+	$(BIN)/pip install --quiet -e ".[test,box2d,mujoco,video,progress,tensorboard,ray,export,robotics,tune]"
 	touch $(STAMP)
 
 install: $(STAMP)

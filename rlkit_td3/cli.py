@@ -1,4 +1,5 @@
-"""The ``rlkit-td3`` command (also ``python -m rlkit_td3``): ``train``, ``eval``, ``record``, ``compare``, ``plot``.
+"""The ``rlkit-td3`` command (also ``python -m rlkit_td3``): ``train``, ``eval``, ``record``, ``compare``, ``plot``,
+``tune``.
 
 It parses arguments and calls the public API (`rlkit_td3.experiments`, `rlkit_td3.video`); bad input
 ends with one line on stderr naming what is wrong, and exit code 2.
@@ -170,6 +171,77 @@ def plot(args: argparse.Namespace) -> int:
     return 0
 
 
+def tune(args: argparse.Namespace) -> int:
+    """``rlkit-td3 tune``: an Optuna study of an algorithm's hyperparameters on one env, into ``--out``."""
+    from rlkit_td3.experiments import parse_override
+    from rlkit_td3.experiments.comparison import shell_command
+    from rlkit_td3.experiments.tuning import tune as run_tuning
+
+    timesteps, trials, eval_freq, eval_episodes = args.timesteps, args.trials, args.eval_freq, args.eval_episodes
+    cap = _smoke_timesteps()
+    if cap is not None:  # a quick try: at most 2 trials of the capped length, one episode per evaluation
+        timesteps = min(timesteps, cap) if isinstance(timesteps, int) and timesteps > 0 else timesteps
+        trials = min(trials, 2) if trials > 0 else trials
+        eval_freq = timesteps if eval_freq is None else min(eval_freq, timesteps)
+        eval_episodes = 1
+    tuning = dict(
+        algo=args.algo,
+        env_id=args.env,
+        n_trials=trials,
+        timesteps=timesteps,
+        out=args.out,
+        preset=args.preset,
+        overrides=dict(parse_override(text) for text in args.hp),
+        search_space=args.search_space,
+        n_jobs=args.n_jobs,
+        storage=args.storage,
+        study_name=args.study_name,
+        sampler=args.sampler,
+        pruner=args.pruner,
+        n_startup_trials=args.n_startup_trials,
+        eval_freq=eval_freq,
+        eval_episodes=eval_episodes,
+        seed=args.seed,
+        device=args.device,
+        threads=args.threads,
+        progress_bar=args.progress_bar,
+        command=shell_command(["rlkit-td3", *sys.argv[1:]]) if args.argv is None else args.argv,
+    )
+    try:
+        result = run_tuning(**tuning)
+    except KeyboardInterrupt:
+        print(f"rlkit-td3: interrupted; outputs written to {args.out}; rerun the command to continue", file=sys.stderr)
+        return 130
+    if result.best_number is not None:
+        print(f"best: trial {result.best_number}, value {result.best_value:.2f}; preset {result.preset_path}")
+    return 0
+
+
+def _add_tune_parser(sub: Any) -> None:
+    u = sub.add_parser("tune", help="search hyperparameters with Optuna (the tune extra)")
+    u.add_argument("--algo", required=True, help="td3 or ddpg")
+    u.add_argument("--env", required=True, help="a gymnasium id")
+    u.add_argument("--trials", type=int, required=True, help="trials to run now (a rerun adds as many)")
+    u.add_argument("--timesteps", type=int, required=True, help="env steps of each trial")
+    u.add_argument("--out", required=True, help="the output folder (and of the default storage, study.db)")
+    u.add_argument("--preset", default=None, help="the preset the searched values override (name or FILE.toml)")
+    u.add_argument("--hp", nargs="*", default=[], metavar="KEY=VALUE", help="fixed hyperparameters")
+    u.add_argument("--search-space", default=None, metavar="FILE", help="YAML/JSON that narrows or replaces the space")
+    u.add_argument("--n-jobs", type=int, default=1, help="worker processes on this machine")
+    u.add_argument("--storage", default=None, help="an Optuna storage URL (default: sqlite:///OUT/study.db)")
+    u.add_argument("--study-name", default=None, help="default: <algo>_<env>")
+    u.add_argument("--sampler", default="tpe", help="tpe or random")
+    u.add_argument("--pruner", default="median", help="median or none")
+    u.add_argument("--n-startup-trials", type=int, default=5, help="trials before TPE models and the pruner prunes")
+    u.add_argument("--eval-freq", type=int, default=None, help="env steps between evaluations (default: T/10)")
+    u.add_argument("--eval-episodes", type=int, default=5, help="episodes per evaluation")
+    u.add_argument("--seed", type=int, default=0, help="seeds every trial (and the sampler)")
+    u.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    u.add_argument("--threads", type=int, default=1, help="torch threads per worker")
+    u.add_argument("--progress-bar", action="store_true", help="Optuna's progress bar")
+    u.set_defaults(func=tune, argv=None)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rlkit-td3", description="Train, evaluate and compare TD3 / DDPG runs.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -218,6 +290,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("dirs", nargs="+", metavar="RUN_OR_SWEEP_DIR")
     p.add_argument("--out", default=None, help="where the PNGs go (default: the directory given, or .)")
     p.set_defaults(func=plot)
+    _add_tune_parser(sub)
     return parser
 
 
@@ -263,7 +336,7 @@ def _run_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def _add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timesteps", type=_positive_int, default=None, help="default: the preset's n_timesteps")
-    parser.add_argument("--preset", default=None, help="paper, plus (TD3+) or zoo")
+    parser.add_argument("--preset", default=None, help="paper, plus (TD3+) or zoo (or a preset file FILE.toml)")
     parser.add_argument("--hp", nargs="*", default=[], metavar="KEY=VALUE", help="override hyperparameters")
     parser.add_argument("--device", default="auto", help="auto, cpu or cuda")
     parser.add_argument("--eval-freq", type=_positive_int, default=5000, help="TD3 paper: every 5,000 steps")
@@ -274,9 +347,10 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``rlkit-td3`` console script."""
     from rlkit_td3.experiments import BackendError, ComparisonError, ConfigError
+    from rlkit_td3.experiments.tuning import TuningError
 
     args = build_parser().parse_args(argv)
-    if argv is not None and args.command == "compare":
+    if argv is not None and args.command in ("compare", "tune"):
         from rlkit_td3.experiments.comparison import shell_command
 
         args.argv = shell_command(["rlkit-td3", *argv])
@@ -285,6 +359,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (UsageError, ConfigError, BackendError) as exc:
         print(f"rlkit-td3: error: {' '.join(str(exc).split())}", file=sys.stderr)  # one line
         return EXIT_USAGE
+    except TuningError as exc:
+        print(f"rlkit-td3: error: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
     except ComparisonError as exc:
         print(f"rlkit-td3: error: {exc}", file=sys.stderr)
         return EXIT_FAILURE

@@ -1,4 +1,5 @@
-"""Experiments: presets, single runs, and comparisons of algorithms over envs × seeds (the CLI builds on these)."""
+"""Experiments: presets, single runs, comparisons of algorithms over envs × seeds, and hyperparameter tuning (the CLI
+builds on these)."""
 
 from rlkit_td3.experiments.backends import BACKENDS, BackendError
 from rlkit_td3.experiments.comparison import ComparisonError, compare, load_results, write_outputs
@@ -14,6 +15,9 @@ from rlkit_td3.experiments.presets import (
     resolve_config,
 )
 from rlkit_td3.experiments.runner import RunSpec, check_env_id, latest_checkpoint, read_evaluations, train_run
+from rlkit_td3.experiments.search_space import SEARCH_SPACES, build_space, register_search_space
+from rlkit_td3.experiments.tuning import TrialEvalCallback, TuningError, tune
+from rlkit_td3.experiments.tuning_report import TuningResult
 
 __all__ = [
     "ALGORITHMS",
@@ -23,7 +27,12 @@ __all__ = [
     "ComparisonError",
     "ConfigError",
     "RunSpec",
+    "SEARCH_SPACES",
+    "TrialEvalCallback",
+    "TuningError",
+    "TuningResult",
     "algorithm_class",
+    "build_space",
     "check_env_id",
     "compare",
     "latest_checkpoint",
@@ -34,6 +43,8 @@ __all__ = [
     "preset_names",
     "resolve_config",
     "read_evaluations",
+    "register_search_space",
     "train_run",
+    "tune",
     "write_outputs",
 ]

@@ -11,9 +11,11 @@ from __future__ import annotations
 import ast
 import difflib
 import inspect
+import os
 import sys
 from functools import cache
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -115,12 +117,64 @@ def algorithm_defaults(algo: str) -> dict[str, Any]:
     return {**values, **_DEFAULTS_NOT_IN_SIGNATURE}
 
 
+MAX_PRESET_FILE_BYTES = 1 << 20
+
+
+def is_preset_file(preset: str) -> bool:
+    """Whether ``preset`` names a preset file (it ends in ``.toml``) rather than a shipped preset."""
+    return str(preset).lower().endswith(".toml")
+
+
+def load_preset_file(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """A preset file: one preset in the format of ``presets.toml``, without the preset's name (``source``,
+    ``extends``, and ``[ALGO.default]`` / ``[ALGO."ENV-ID"]`` tables), as ``rlkit-td3 tune`` writes it.
+
+    Raises:
+        ConfigError: a missing, oversized or unparsable file, or one whose tables are not those of a preset.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"preset file {str(path)!r} does not exist")
+    if path.stat().st_size > MAX_PRESET_FILE_BYTES:
+        raise ConfigError(f"preset file {str(path)!r} is larger than {MAX_PRESET_FILE_BYTES} bytes")
+    try:
+        tables = tomllib.loads(path.read_bytes().decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"preset file {str(path)!r} is not valid TOML: {exc}") from None
+    for key, value in tables.items():
+        if key == "source":
+            if not isinstance(value, str):
+                raise ConfigError(f"preset file {str(path)!r}: source must be a string, got {value!r}")
+        elif key == "extends":
+            if value not in load_presets():
+                raise ConfigError(
+                    f"preset file {str(path)!r}: extends must name a shipped preset"
+                    f"{_did_you_mean(value, load_presets())}"
+                )
+        elif key not in ALGORITHMS:
+            raise ConfigError(f"preset file {str(path)!r}: unknown algo table {key!r}{_did_you_mean(key, ALGORITHMS)}")
+        elif not isinstance(value, dict) or not all(isinstance(t, dict) for t in value.values()):
+            raise ConfigError(f'preset file {str(path)!r}: [{key}] must hold tables ([{key}.default], [{key}."ENV"])')
+    return tables
+
+
+def preset_tables(preset: str) -> dict[str, Any]:
+    """The tables of a shipped preset, or of a preset file (a name ending in ``.toml``).
+
+    Raises:
+        ConfigError: an unknown preset (with close matches) or a bad preset file.
+    """
+    presets = load_presets()
+    if preset in presets:
+        return presets[preset]
+    if is_preset_file(preset):
+        return load_preset_file(preset)
+    raise ConfigError(f"unknown preset {preset!r}{_did_you_mean(preset, presets)} (or a preset file FILE.toml)")
+
+
 def _preset_layers(preset: str, algo: str, env_id: str) -> list[tuple[dict[str, Any], bool]]:
     """The preset's tables that apply, lowest priority first, each with whether it is inherited (``same_as``)."""
-    presets = load_presets()
-    if preset not in presets:
-        raise ConfigError(f"unknown preset {preset!r}{_did_you_mean(preset, presets)}")
-    tables = presets[preset]
+    tables = preset_tables(preset)
     parent = tables.get("extends")
     inherited_layers = _preset_layers(parent, algo, env_id) if parent is not None else []
     own = tables.get(algo, {})
@@ -159,7 +213,8 @@ def resolve_config(
     Args:
         algo: ``"td3"`` or ``"ddpg"``.
         env_id: the gymnasium id (selects the preset's env table, if it has one).
-        preset: a shipped preset name (``"zoo"``, ``"paper"``) or None.
+        preset: a shipped preset name (``"zoo"``, ``"paper"``), a preset file (``"best.toml"``, see
+            `load_preset_file`) or None.
         overrides: values that win over everything, by key (see `HYPERPARAMETERS`).
 
     Returns:
@@ -181,7 +236,7 @@ def resolve_config(
                 _check_key(key, f"preset {preset!r}")
                 values[key] = value
                 origins[key] = f"preset:{preset}"
-        source = load_presets()[preset].get("source")
+        source = preset_tables(preset).get("source")
     for key, value in (overrides or {}).items():
         _check_key(key, "--hp")
         values[key] = value
