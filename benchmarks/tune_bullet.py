@@ -25,7 +25,7 @@ from pathlib import Path
 
 from rlkit_td3.experiments import compare, tune
 from rlkit_td3.experiments.stats import iqm, iqm_difference_ci, run_scores, stratified_bootstrap_ci
-from rlkit_td3.serialization import atomic_write
+from rlkit_td3.fileio.serialization import atomic_write
 
 
 def _group(out: Path, label: str, table) -> dict:

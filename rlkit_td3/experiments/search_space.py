@@ -161,7 +161,7 @@ def read_space_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     Raises:
         ConfigError: a missing, oversized or unparsable file, or one whose top level is not a mapping.
     """
-    from rlkit_td3.file_reader import parse_json
+    from rlkit_td3.fileio.file_reader import parse_json
 
     path = Path(path)
     if not path.is_file():

@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 
 from rlkit_td3.experiments.presets import _DDPG_SWITCHES, HYPERPARAMETERS
-from rlkit_td3.serialization import atomic_write
+from rlkit_td3.fileio.serialization import atomic_write
 
 TRIALS_FILE = "trials.csv"
 PRESET_FILE = "best_preset.toml"
