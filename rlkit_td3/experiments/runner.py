@@ -282,9 +282,10 @@ def train_run(
     if latest is not None:
         steps, model_path, buffer_path = latest
         _check_checkpoint_file(model_path, config)
+        # cut before the env opens the file to append; what is cut is what a resume from this checkpoint retrains
+        _cut_monitor(out / "monitor.csv", steps // spec.n_envs)
         env = _make_env(spec.env_id, spec.n_envs, out / "monitor.csv", append=True)
         model = _load_checkpoint(model_path, buffer_path, steps, env, reference, spec)
-        _cut_monitor(out / "monitor.csv", steps // spec.n_envs)
         print(f"resuming {model_path} at {model.num_timesteps} of {timesteps} steps", flush=True)
     else:
         env = _make_env(spec.env_id, spec.n_envs, out / "monitor.csv")
