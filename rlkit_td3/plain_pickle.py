@@ -52,6 +52,12 @@ a constructor or an array makes. A genuine pickle of small items builds 4 to 40 
 ints about 22, a set of them up to about 50); a crafted one can ask for about 250 (one-byte empty sets) or call
 a copying constructor on one remembered object thousands of times, and is refused once it passes the budget."""
 PLAIN_DATA_COPY_FLOOR_BYTES = 4 * 2**20
+PLAIN_DATA_PEAK_FACTOR = 80
+"""The memory loading a plain-data pickle may take, measured (peak traced memory, every opcode and constructor
+route of ``benchmarks/fuzz_pickle.py``): at most this many times the file's size plus `PLAIN_DATA_PEAK_FLOOR_BYTES`.
+It is above the budget because the budget does not count the interpreter's own overhead (allocator rounding,
+the stack list's spare slots, a frame's copy of its bytes); the Security page states it."""
+PLAIN_DATA_PEAK_FLOOR_BYTES = 8 * 2**20
 _SLOT_BYTES = 8  # a reference on the stack, in a list or in the memo's table
 _MARK_BYTES = 64  # MARK starts a new (empty) stack list
 _MAX_ZERO_SIZE_ITEMS = 65_536  # items of a zero-size dtype ("V0") hold no data: their count is capped instead
