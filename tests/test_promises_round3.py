@@ -281,3 +281,64 @@ def test_the_helpers_forge_what_they_say():
     assert genuine.next_row[:10].tolist() == [2, 3, 4, 5, -1, 7, 8, 9, -1, -1]
     assert genuine.terminated[4] and genuine._last_row.tolist() == [8, 9]
     assert os.path.basename(__file__) == "test_promises_round3.py"
+
+
+# ---------------------------------------------------------------------------- the defensible items, decided
+def test_a_callers_buffer_size_that_does_not_fit_is_a_value_error(tmp_path):
+    with pytest.raises(ValueError, match="buffer_size=1000000000000000") as caught:
+        TD3("MlpPolicy", "Pendulum-v1", buffer_size=10**15)
+    assert not isinstance(caught.value, ModelFileError)
+    path = tmp_path / "m.zip"
+    TD3("MlpPolicy", "Pendulum-v1", policy_kwargs={"net_arch": [8]}).save(path)
+    with pytest.raises(ValueError, match="buffer_size=1000000000000000 passed to load") as caught:
+        TD3.load(path, buffer_size=10**15)
+    assert not isinstance(caught.value, ModelFileError)
+
+
+def test_logger_set_level_takes_ints_only():
+    from rlkit_td3.logger import DEBUG, configure
+
+    logger = configure(None, ["stdout"])
+    for level in ("debug", None, 1.5, True):
+        with pytest.raises(TypeError, match="level must be an int"):
+            logger.set_level(level)
+    logger.set_level(np.int64(DEBUG))
+    assert logger.level == DEBUG
+    logger.info("still works")
+
+
+@pytest.mark.parametrize("eps", [float("nan"), float("inf"), -0.1, "0.1"])
+def test_identity_env_box_refuses_an_eps_that_is_not_a_finite_tolerance(eps):
+    from rlkit_td3.envs import IdentityEnvBox
+
+    with pytest.raises(ValueError, match="eps must be a finite number"):
+        IdentityEnvBox(eps=eps)
+    assert IdentityEnvBox(eps=0).eps == 0.0
+
+
+def test_vec_transpose_image_refuses_a_channels_first_image():
+    from rlkit_td3.vec_env import DummyVecEnv, VecTransposeImage
+
+    class Image(__import__("gymnasium").Env):
+        def __init__(self, shape):
+            self.observation_space = spaces.Box(0, 255, shape, np.uint8)
+            self.action_space = spaces.Box(-1, 1, (1,), np.float32)
+
+        def reset(self, *, seed=None, options=None):
+            return self.observation_space.sample(), {}
+
+        def step(self, action):
+            return self.observation_space.sample(), 0.0, False, False, {}
+
+    with pytest.raises(ValueError, match="already channels-first"):
+        VecTransposeImage(DummyVecEnv([lambda: Image((3, 16, 16))]))
+    assert VecTransposeImage(DummyVecEnv([lambda: Image((16, 16, 3))])).observation_space.shape == (3, 16, 16)
+
+
+def test_learn_on_several_envs_ends_at_the_first_multiple_of_their_count():
+    from rlkit_td3.env_util import make_vec_env
+
+    env = make_vec_env("Pendulum-v1", n_envs=3, seed=0)
+    model = TD3("MlpPolicy", env, learning_starts=100, policy_kwargs={"net_arch": [8]}, seed=0)
+    model.learn(7)
+    assert model.num_timesteps == 9  # documented on the migration page: one transition per env per step

@@ -198,6 +198,10 @@ class ReplayBuffer:
         self._rng = np.random.default_rng(seed)
 
         n = self.buffer_size
+        try:
+            type(self).check_memory(n, observation_space, action_space, self.optimize_memory_usage)
+        except ModelFileError as exc:  # the caller's argument: a ValueError naming it, not a file's error
+            raise ValueError(f"buffer_size={n} does not fit in this machine's memory: {exc}") from None
         if optimize_memory_usage:
             self._n_slots = n // n_envs
             if self._n_slots < 2:

@@ -31,7 +31,7 @@ from rlkit_td3.experiments.plots import plot_learning_curves
 from rlkit_td3.experiments.presets import ConfigError, _did_you_mean
 from rlkit_td3.experiments.runner import CHECKPOINT_DIR, RunSpec, check_run_folder, read_evaluations
 from rlkit_td3.experiments.stats import RESULT_COLUMNS, summarize, summary_markdown
-from rlkit_td3.file_reader import read_json_file
+from rlkit_td3.file_reader import parse_json, read_json_file
 from rlkit_td3.serialization import atomic_write
 
 RESULT_FILE = "result.json"
@@ -97,7 +97,7 @@ def read_result(path: Path, spec: RunSpec) -> dict[str, Any]:
         ConfigError: naming the file and what is wrong with it.
     """
     result = _read_json(path, "a run's result")
-    expected = json.loads(json.dumps(spec.to_dict(), default=str))
+    expected = parse_json(json.dumps(spec.to_dict(), default=str), "the run's spec")  # as JSON stores it
     if not isinstance(result, dict):
         raise ConfigError(f"{path} is damaged: not a run's result (a JSON object)")
     if result.get("spec") != expected:
