@@ -160,6 +160,8 @@ class PlainDataUnpickler(pickle._Unpickler):  # noqa: SLF001  (the Python unpick
         return text.encode("latin1")
 
     def _dtype(self, *args: Any) -> np.dtype:
+        if not args or len(args) > 3 or not all(isinstance(flag, bool) for flag in args[1:]):
+            raise pickle.UnpicklingError("numpy.dtype(description, align, copy): NumPy's pickles pass two bools")
         made = np.dtype(*args)
         if len(args) == 3 and args[2] is True:  # a new copy (NumPy's pickles), which gets its state right after
             self.unbuilt[id(made)] = made
