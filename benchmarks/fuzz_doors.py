@@ -439,6 +439,7 @@ def run_door(
     outcomes: collections.Counter = collections.Counter()
     failures: list[str] = []
     worst = 0.0
+    worst_share = (0.0, -1, "", 0)  # the largest share of its documented size bound a case used
     peaks: list[tuple[float, int, str]] = []
     for i in range(n):
         kind, case = mutate(rng, genuine)
@@ -455,6 +456,8 @@ def run_door(
         label = outcome.split(":")[0]
         outcomes[label] += 1
         bound = SIZE_BOUNDS[name](size) / 2**20 if name in SIZE_BOUNDS and size is not None else None
+        if bound is not None and (peak - genuine_peak) / bound > worst_share[0]:
+            worst_share = ((peak - genuine_peak) / bound, i, kind, size)
         if not (label == "loaded" or label.startswith("refused")):
             failures.append(f"{name} case {i} ({kind}): {outcome[:300]}")
         elif peak > genuine_peak + MEMORY_MARGIN_MIB:  # a bomb the cap stopped (its MemoryError is "refused")
@@ -466,6 +469,11 @@ def run_door(
             )
     for peak, i, kind in sorted(peaks, reverse=True)[:3]:
         print(f"  peak {peak:7.1f} MiB: case {i} ({kind})", file=sys.stderr)
+    if name in SIZE_BOUNDS:
+        share, i, kind, size = worst_share
+        print(
+            f"  worst share of the documented size bound: {share:.0%} (case {i}, {kind}, {size} bytes)", file=sys.stderr
+        )
     return outcomes, failures, genuine_peak, worst
 
 
