@@ -342,3 +342,13 @@ def test_learn_on_several_envs_ends_at_the_first_multiple_of_their_count():
     model = TD3("MlpPolicy", env, learning_starts=100, policy_kwargs={"net_arch": [8]}, seed=0)
     model.learn(7)
     assert model.num_timesteps == 9  # documented on the migration page: one transition per env per step
+
+
+def test_parse_json_of_a_multi_megabyte_string_costs_about_its_size():
+    # the path of every JSON document read (our metadata, SB3's ``data`` entry, buffer headers, run files)
+    from rlkit_td3.file_reader import parse_json
+
+    raw = json.dumps({"policy_class": "x" * 7_000_000, "n": [[1]]}).encode()
+    result, peak = _peak_while(parse_json, raw, "data")
+    assert result["n"] == [[1]]
+    assert peak < 4 * len(raw) + 8 * MiB, peak / MiB  # a copy, the text, the parsed string: nothing per character
