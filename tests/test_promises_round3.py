@@ -352,3 +352,15 @@ def test_parse_json_of_a_multi_megabyte_string_costs_about_its_size():
     result, peak = _peak_while(parse_json, raw, "data")
     assert result["n"] == [[1]]
     assert peak < 4 * len(raw) + 8 * MiB, peak / MiB  # a copy, the text, the parsed string: nothing per character
+
+
+def test_a_model_saved_before_its_first_learn_resumes_exactly(tmp_path):
+    kwargs = dict(learning_starts=50, batch_size=16, policy_kwargs={"net_arch": [8]}, seed=3)
+    straight = TD3("MlpPolicy", "Pendulum-v1", **kwargs)
+    straight.save(tmp_path / "before.zip")
+    straight.learn(120)
+    resumed = TD3.load(tmp_path / "before.zip", env="Pendulum-v1")
+    resumed.learn(120)
+    mine, theirs = straight.policy.state_dict(), resumed.policy.state_dict()
+    assert all(torch.equal(mine[key], theirs[key]) for key in mine)
+    assert np.array_equal(straight.replay_buffer.observations, resumed.replay_buffer.observations)
