@@ -640,14 +640,10 @@ class Logger:
         """Set `level` (`DEBUG`, `INFO`, `WARN`, `ERROR` or `DISABLED`, ints as in SB3).
 
         Raises:
-            TypeError: ``level`` is not an int (``"debug"``: SB3 accepts it here, then every ``info`` call
-                raises; refused at once instead).
+            TypeError: not an int (``"debug"``: SB3 takes it, then every ``info`` raises; refused at once here).
         """
         if isinstance(level, bool) or not isinstance(level, (int, np.integer)):
-            raise TypeError(
-                f"level must be an int (DEBUG=10, INFO=20, WARN=30, ERROR=40, DISABLED=50), got {level!r} of type "
-                f"{type(level).__name__}"
-            )
+            raise TypeError(f"level must be an int (DEBUG=10, INFO=20, WARN=30, ERROR=40, DISABLED=50), got {level!r}")
         self.level = int(level)
 
     def get_dir(self) -> str | None:
