@@ -345,6 +345,8 @@ def _read_results_csv(path: Path) -> pd.DataFrame:
     if missing:
         raise ConfigError(f"{path} is damaged: it lacks the column(s) {', '.join(missing)}")
     table = table[list(RESULT_COLUMNS)]
+    if table.empty:  # a sweep whose runs all failed: its header alone
+        return table
     for column in ("seed", "timestep"):
         if not pd.api.types.is_integer_dtype(table[column]):
             raise ConfigError(f"{path} is damaged: its {column} column holds other than integers")
