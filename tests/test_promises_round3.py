@@ -364,3 +364,18 @@ def test_a_model_saved_before_its_first_learn_resumes_exactly(tmp_path):
     mine, theirs = straight.policy.state_dict(), resumed.policy.state_dict()
     assert all(torch.equal(mine[key], theirs[key]) for key in mine)
     assert np.array_equal(straight.replay_buffer.observations, resumed.replay_buffer.observations)
+
+
+def test_load_then_set_env_warns_that_the_resume_is_not_exact(tmp_path):
+    from rlkit_td3.utils import InexactResumeWarning
+
+    model = TD3("MlpPolicy", "Pendulum-v1", learning_starts=50, batch_size=16, policy_kwargs={"net_arch": [8]}, seed=3)
+    model.learn(200)
+    model.save(tmp_path / "m.zip")
+    loaded = TD3.load(tmp_path / "m.zip")
+    with pytest.warns(InexactResumeWarning, match="set_env"):
+        loaded.set_env(model.get_env())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        loaded.set_env("Pendulum-v1")  # once: the model now trains on an env of its own
+        TD3.load(tmp_path / "m.zip", env=model.get_env())  # onto another model's env: exact, no warning
