@@ -40,7 +40,7 @@ import gymnasium as gym  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from benchmarks.fuzz_pickle import mutate_pickle, plain_data, use_pickle  # noqa: E402
+from benchmarks.fuzz_pickle import mutate_pickle, peak_bound, plain_data, use_pickle  # noqa: E402
 from rlkit_td3 import TD3  # noqa: E402
 from rlkit_td3.buffers import LAPReplayBuffer, PrioritizedReplayBuffer  # noqa: E402
 from rlkit_td3.fileio.file_reader import ModelFileError  # noqa: E402
@@ -54,6 +54,10 @@ ODD = [None, "x", -1, 0, -(2**70), 2**70, 1e308, float("nan"), float("inf"), -0.
 ALLOWED = (ModelFileError, UnsupportedModelError)
 MEMORY_CAP = 2**30
 MEMORY_MARGIN_MIB = 128  # a case may grow memory by at most this much more than the genuine file does
+PICKLE_DOOR = "plain-data pickle (load_from_pkl)"
+SIZE_BOUNDS: dict[str, Callable[[int], int]] = {PICKLE_DOOR: peak_bound}
+"""Doors whose documented bound is a function of the file's size: each case's peak growth past the genuine file's
+must stay within it (bytes of a file of that size)."""
 
 
 # ---------------------------------------------------------------------------- mutations of a zip's entries
@@ -365,7 +369,7 @@ def build_doors(tmp: Path) -> dict[str, Door]:
         return "loaded"
 
     doors["actor file (Actor.load)"] = ((tmp / "actor.zip").read_bytes(), use_actor, mutate_zip)
-    doors["plain-data pickle (load_from_pkl)"] = (pickle.dumps(plain_data(), 5), use_pickle, mutate_pickle)
+    doors[PICKLE_DOOR] = (pickle.dumps(plain_data(), 5), use_pickle, mutate_pickle)
     return doors
 
 
@@ -435,11 +439,13 @@ def run_door(
     outcomes: collections.Counter = collections.Counter()
     failures: list[str] = []
     worst = 0.0
+    worst_share = (0.0, -1, "", 0)  # the largest share of its documented size bound a case used
     peaks: list[tuple[float, int, str]] = []
     for i in range(n):
         kind, case = mutate(rng, genuine)
         if i < start:
             continue
+        size = len(case) if isinstance(case, bytes) else None
         if isinstance(case, bytes):
             path.write_bytes(case)
             case = path
@@ -449,12 +455,25 @@ def run_door(
         peaks.append((peak, i, kind))
         label = outcome.split(":")[0]
         outcomes[label] += 1
+        bound = SIZE_BOUNDS[name](size) / 2**20 if name in SIZE_BOUNDS and size is not None else None
+        if bound is not None and (peak - genuine_peak) / bound > worst_share[0]:
+            worst_share = ((peak - genuine_peak) / bound, i, kind, size)
         if not (label == "loaded" or label.startswith("refused")):
             failures.append(f"{name} case {i} ({kind}): {outcome[:300]}")
         elif peak > genuine_peak + MEMORY_MARGIN_MIB:  # a bomb the cap stopped (its MemoryError is "refused")
             failures.append(f"{name} case {i} ({kind}): peak {peak:.0f} MiB against {genuine_peak:.0f} MiB genuine")
+        elif bound is not None and peak > genuine_peak + bound:
+            failures.append(
+                f"{name} case {i} ({kind}): peak {peak:.1f} MiB past the genuine {genuine_peak:.1f} MiB, more than the "
+                f"documented {bound:.1f} MiB for its {size} bytes"
+            )
     for peak, i, kind in sorted(peaks, reverse=True)[:3]:
         print(f"  peak {peak:7.1f} MiB: case {i} ({kind})", file=sys.stderr)
+    if name in SIZE_BOUNDS:
+        share, i, kind, size = worst_share
+        print(
+            f"  worst share of the documented size bound: {share:.0%} (case {i}, {kind}, {size} bytes)", file=sys.stderr
+        )
     return outcomes, failures, genuine_peak, worst
 
 

@@ -6,7 +6,12 @@ is re-pickled at a random protocol (0 to 5) and then corrupted: truncated, bytes
 changed, a foreign opcode sequence spliced in, a leaf of the object replaced before pickling, or replaced by a
 hand-written hostile pickle (a forbidden global, a codec or constructor that would grow what the file holds,
 arrays whose header declares more than their data, dtypes whose state lies about their items, lengths far past the
-file's end, memo amplification).
+file's end, memo amplification), and the two routes of issue 45: every allowed class called with numbers instead
+of data through every opcode that calls one (REDUCE, NEWOBJ, NEWOBJ_EX, OBJ, INST), and opcodes that build
+without any constructor (one-byte empty sets, dicts, lists, marks, memo entries, repeated up to a megabyte).
+
+``fuzz_doors.py`` checks each case's peak memory against the documented bound of its size,
+``plain_pickle.PLAIN_DATA_PEAK_FACTOR`` times it plus ``PLAIN_DATA_PEAK_FLOOR_BYTES`` (`peak_bound`).
 """
 
 from __future__ import annotations
@@ -20,7 +25,10 @@ from typing import Any
 
 import numpy as np
 
+from rlkit_td3.fileio.plain_pickle import _PLAIN_GLOBALS, PLAIN_DATA_PEAK_FACTOR, PLAIN_DATA_PEAK_FLOOR_BYTES
 from rlkit_td3.save_util import load_from_pkl
+
+WALKED_NODES = 100_000  # use_pickle visits at most this many nodes: its own memory stays small
 
 ODD_LEAVES: list[Any] = [
     None,
@@ -73,7 +81,7 @@ def use_pickle(path: Any) -> str:
     seen: set[int] = set()
     stack = [obj]
     items = 0
-    while stack:
+    while stack and items < WALKED_NODES:
         node = stack.pop()
         if id(node) in seen:
             continue
@@ -226,6 +234,41 @@ def _forged_dtype(rng: np.random.Generator) -> bytes:
     return _proto(array + b"(" + _int(1) + state_shape + dtype + b"\x89" + _bin_bytes(b"A" * 16) + b"tb")
 
 
+def peak_bound(size: int) -> int:
+    """The documented bound, in bytes, on the memory loading a plain-data pickle of ``size`` bytes may take."""
+    return PLAIN_DATA_PEAK_FACTOR * size + PLAIN_DATA_PEAK_FLOOR_BYTES
+
+
+def _number_sized(rng: np.random.Generator) -> bytes:
+    # any allowed class called with numbers where NumPy's pickles give data, through every opcode that calls one
+    module, name = sorted(_PLAIN_GLOBALS)[int(rng.integers(len(_PLAIN_GLOBALS)))]
+    numbers = [_int(int(rng.choice([2**27, 2**30, 2**31 - 1, 16, 0, -1]))) for _ in range(int(rng.integers(1, 4)))]
+    if name == "scalar" and rng.random() < 0.5:  # a scalar of a gigabyte void dtype, without its bytes
+        numbers = [_call(_global("numpy", "dtype"), _bin_unicode(f"V{2**30}"))]
+    cls, args = _global(module, name), b"".join(numbers)
+    route = int(rng.integers(5))
+    if route == 0:
+        return _proto(cls + b"(" + args + b"tR")  # REDUCE
+    if route == 1:
+        return _proto(cls + b"(" + args + b"t\x81")  # NEWOBJ
+    if route == 2:
+        return _proto(cls + b"(" + args + b"t}\x92", 4)  # NEWOBJ_EX
+    if route == 3:
+        return _proto(b"(" + cls + args + b"o")  # OBJ
+    return b"(" + args + b"i" + module.encode() + b"\n" + name.encode() + b"\n."  # INST (protocol 0)
+
+
+_GROWTH_UNITS = [b"\x8f", b"}", b"]", b"(", b"\x8f\x94", b"(\x91", b"}\x94", b"2", b"N\x94", b"\x8c\x00\x94"]
+_GROWTH_UNITS += [b"}\x94h\x00", b"h\x00"]
+
+
+def _opcode_growth(rng: np.random.Generator) -> bytes:
+    # opcodes that build without any constructor: ~250 bytes of objects per file byte if nothing charged them
+    unit = _GROWTH_UNITS[int(rng.integers(len(_GROWTH_UNITS)))]
+    size = int(rng.choice([2**14, 2**17, 2**20]))
+    return _proto(b"}\x94](}" + unit * (size // len(unit)) + b"e", 4)
+
+
 def _deep(rng: np.random.Generator) -> bytes:
     depth = int(rng.choice([1000, 100_000]))
     return _proto(b"]" * depth + b"a" * (depth - 1))
@@ -240,6 +283,8 @@ HOSTILE: list[Callable[[np.random.Generator], bytes]] = [
     _memo_amplification,
     _forged_dtype,
     _deep,
+    _number_sized,
+    _opcode_growth,
 ]
 
 

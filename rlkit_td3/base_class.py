@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,7 @@ from rlkit_td3.policies import TD3Policy, get_policy_class
 from rlkit_td3.policies.td3_policy import python_scalars
 from rlkit_td3.preprocessing import OBSERVATION_SPACES, check_dict_space, dict_obs_batch, obs_len
 from rlkit_td3.schedules import Schedule, ScheduleLike, as_schedule
-from rlkit_td3.utils import _check_int, _latest_run_id, get_device
+from rlkit_td3.utils import InexactResumeWarning, _check_int, _latest_run_id, get_device
 from rlkit_td3.vec_env.base_vec_env import VecEnv
 from rlkit_td3.vec_env.gymnasium_bridge import GymnasiumVecEnv
 from rlkit_td3.vec_env.training_env import (
@@ -201,7 +202,9 @@ class BaseAlgorithm:
             env: the new env.
             force_reset: a real ``bool``. ``False`` with the env the model already trains on (``model.get_env()``)
                 keeps its last observations, so the next ``learn`` goes on with the episodes in flight (as SB3);
-                any other env is reset before the model's next step, since the model cannot know its state.
+                any other env is reset before the model's next step, since the model cannot know its state. After
+                ``load()`` without an env, the first ``set_env`` warns (`rlkit_td3.utils.InexactResumeWarning`):
+                the file's envs' random state is not restored, so training does not go on bit for bit.
 
         Raises:
             ValueError: the spaces differ, or the env has more envs than the replay buffer was built for (a
@@ -213,6 +216,14 @@ class BaseAlgorithm:
             return  # the env in use, kept in its state
         vec = as_training_env(env)
         self._check_env_matches(vec)
+        if getattr(self, "_env_state_dropped", False):
+            self._env_state_dropped = False
+            warnings.warn(
+                "set_env() after load() without an env does not resume the saved run exactly: the envs' random "
+                "state saved in the file is not restored; pass env= to load() for an exact resume",
+                InexactResumeWarning,
+                stacklevel=3,
+            )
         self._set_env_and_spaces(vec)
         self._fit_to_env(strict=False)
         self._last_obs = None

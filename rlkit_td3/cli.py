@@ -1,8 +1,9 @@
 """The ``rlkit-td3`` command (also ``python -m rlkit_td3``): ``train``, ``eval``, ``record``, ``compare``, ``plot``,
 ``tune``.
 
-It parses arguments and calls the public API (`rlkit_td3.experiments`, `rlkit_td3.video`); bad input
-ends with one line on stderr naming what is wrong, and exit code 2.
+It parses arguments and calls the public API (`rlkit_td3.experiments`, `rlkit_td3.video`); bad input (a wrong
+argument, or a damaged or foreign file in a folder it reads) ends with one line on stderr naming what is wrong,
+and exit code 2 (`run_command`).
 """
 
 from __future__ import annotations
@@ -73,16 +74,19 @@ def _load_run(run: str, env: str | None) -> tuple[Any, str]:
     if env_id is None and (path.parent / "config.json").is_file():
         try:
             env_id = read_json_file(path.parent / "config.json")["env_id"]
-        except (ValueError, TypeError, KeyError) as exc:
+        except (ValueError, TypeError, KeyError, OSError) as exc:
             raise UsageError(f"cannot read the env id from {path.parent / 'config.json'}: {exc}") from None
+        if not isinstance(env_id, str):
+            raise UsageError(f"{path.parent / 'config.json'} is damaged: its env_id {env_id!r:.80} is not a string")
     if env_id is None:
         raise UsageError("--env is needed for a model outside a run directory")
     check_env_id(env_id)
     try:
         # an SB3 TD3/DDPG zip loads as TD3 (the general one), as TD3.load accepts it
-        cls = TD3 if is_sb3_zip(path) else algorithm_class(str(read_model_zip(path)[0].get("algorithm")).lower())
+        algorithm = None if is_sb3_zip(path) else read_model_zip(path, entries=())[0].get("algorithm")
+        cls = TD3 if algorithm is None else algorithm_class(str(algorithm).lower())
         model = cls.load(path)
-    except (ValueError, TypeError, OSError) as exc:
+    except (ValueError, TypeError, OSError, AttributeError) as exc:
         raise UsageError(f"cannot load the model {path}: {exc}") from None
     probe = gym.make(env_id)
     try:
@@ -344,27 +348,37 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--checkpoint-freq", type=_positive_int, default=10_000, help="env steps")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``rlkit-td3`` console script."""
+def _error(exc: BaseException) -> None:
+    print(f"rlkit-td3: error: {' '.join(str(exc).split())}", file=sys.stderr)  # one line
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Run a parsed subcommand (``args.func``) and turn its errors into exit codes, for every subcommand alike:
+    bad input, whether an argument or a damaged or foreign file (`UsageError`, the experiments' ``ConfigError`` and
+    ``BackendError``, a file's ``ModelFileError``), is one line on stderr and exit code 2; runs of ``compare`` that
+    failed while training, and ``tune`` workers that failed, are one line and exit code 1."""
     from rlkit_td3.experiments import BackendError, ComparisonError, ConfigError
     from rlkit_td3.experiments.tuning import TuningError
+    from rlkit_td3.fileio.serialization import ModelFileError
 
+    try:
+        return args.func(args)
+    except (UsageError, ConfigError, BackendError, ModelFileError) as exc:
+        _error(exc)
+        return EXIT_USAGE
+    except (ComparisonError, TuningError) as exc:
+        _error(exc)
+        return EXIT_FAILURE
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``rlkit-td3`` console script."""
     args = build_parser().parse_args(argv)
     if argv is not None and args.command in ("compare", "tune"):
         from rlkit_td3.experiments.comparison import shell_command
 
         args.argv = shell_command(["rlkit-td3", *argv])
-    try:
-        return args.func(args)
-    except (UsageError, ConfigError, BackendError) as exc:
-        print(f"rlkit-td3: error: {' '.join(str(exc).split())}", file=sys.stderr)  # one line
-        return EXIT_USAGE
-    except TuningError as exc:
-        print(f"rlkit-td3: error: {exc}", file=sys.stderr)
-        return EXIT_FAILURE
-    except ComparisonError as exc:
-        print(f"rlkit-td3: error: {exc}", file=sys.stderr)
-        return EXIT_FAILURE
+    return run_command(args)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -637,8 +637,14 @@ class Logger:
         self.log(*args, level=ERROR)
 
     def set_level(self, level: int) -> None:
-        """Set `level` (`DEBUG`, `INFO`, `WARN`, `ERROR` or `DISABLED`)."""
-        self.level = level
+        """Set `level` (`DEBUG`, `INFO`, `WARN`, `ERROR` or `DISABLED`, ints as in SB3).
+
+        Raises:
+            TypeError: not an int (``"debug"``: SB3 takes it, then every ``info`` raises; refused at once here).
+        """
+        if isinstance(level, bool) or not isinstance(level, (int, np.integer)):
+            raise TypeError(f"level must be an int (DEBUG=10, INFO=20, WARN=30, ERROR=40, DISABLED=50), got {level!r}")
+        self.level = int(level)
 
     def get_dir(self) -> str | None:
         """The folder of the file writers as a string (as in SB3), or ``None``."""

@@ -414,8 +414,9 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         if self.torch_num_threads is not None:
             torch.set_num_threads(_check_int("torch_num_threads", self.torch_num_threads, 1))
         self._learn_num_threads = torch.get_num_threads()
-        warn_thread_oversubscription()
         try:
+            # inside the try: a caller who turns warnings into errors still gets their thread count back
+            warn_thread_oversubscription()
             callback.init_callback(self)
             callback.on_training_start(locals(), globals())
 

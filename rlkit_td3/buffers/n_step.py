@@ -224,6 +224,48 @@ class NStepReplayBuffer(ReplayBuffer):
         super()._load_checked(archive)
         self._last_row = last_row
 
+    def _check_rows(self, arrays: dict[str, np.ndarray], rows: np.ndarray, meta: dict) -> None:
+        # every link must be one that add() makes: from a stored transition that neither terminated nor was
+        # truncated to the same env's next stored transition, written after it, whose observation is its next
+        # observation; each row has at most one predecessor, and each env's newest row (last_row) is a stored transition
+        super()._check_rows(arrays, rows, meta)
+        stored = np.zeros(len(self.rewards), dtype=bool)
+        stored[rows] = True
+        if self.optimize_memory_usage:  # a ring's row with the newest next observation holds no transition yet
+            slots = self._n_slots
+            has_next = np.asarray(meta["env_has_next"], dtype=bool)
+            pos = np.asarray(meta["env_pos"], dtype=np.int64)
+            stored[(np.arange(self.n_envs) * slots + pos)[has_next]] = False
+        links = arrays["next_row"]
+        where = np.flatnonzero(links >= 0)
+        src, dst = rows[where], links[where]
+        last_row = np.asarray(meta["last_row"], dtype=np.int64)
+        newest = last_row[last_row >= 0]
+        problem = None
+        if not np.all(stored[newest]):
+            problem = "an env's newest row (last_row) is not a stored transition"
+        elif not (np.all(stored[src]) and np.all(stored[dst])):
+            problem = "a link from or to a row that holds no transition"
+        elif np.any(src == dst) or len(np.unique(dst)) != len(dst):
+            problem = "a row linked to itself, or two rows linked to the same successor"
+        elif np.any(arrays["terminated"][where] | arrays["truncated"][where]):
+            problem = "a link from a transition that ended its episode"
+        elif self.optimize_memory_usage:
+            env, slot = src // slots, src % slots
+            final = np.asarray(meta["final_rows"], dtype=np.int64)
+            if np.any(dst != env * slots + (slot + 1) % slots) or np.any(np.isin(src, final)):
+                problem = "a link to another row than the same env's next one, or across an episode's end"
+        else:
+            full, pos, size = meta["full"], meta["pos"], len(rows)
+            age = (np.arange(len(self.rewards)) - pos) % self.buffer_size if full else np.arange(len(self.rewards))
+            observations, next_observations = arrays["observations"], arrays["next_observations"]
+            if np.any(age[dst] <= age[src]) or np.any(dst >= size):
+                problem = "a link to a row written before its own"
+            elif not np.array_equal(next_observations[src], observations[dst]):
+                problem = "a link to a row whose observation is not the linked row's next observation (another episode)"
+        if problem is not None:
+            raise ModelFileError(f"replay buffer next_row: {problem}")
+
     def _check_file_meta(self, meta: dict) -> None:
         for key, mine in (("n_steps", self.n_steps), ("gamma", self.gamma)):
             if meta.get(key) != mine:

@@ -57,16 +57,36 @@ class ReplayBufferSamples(NamedTuple):
         return self.terminated
 
 
+def episode_flag_array(name: str, values: Any, k: int) -> np.ndarray:
+    """``values`` as ``k`` episode flags: booleans (Python's or NumPy's) or the numbers 0 and 1; anything else
+    (the string ``"False"``, ``None``, ``0.5``) is refused, as Stable-Baselines3's buffers refuse it.
+
+    Raises:
+        ValueError: a value that is not a flag, or not ``k`` of them.
+    """
+    array = np.asarray(values)
+    if array.dtype != bool:
+        numeric = array.dtype.kind in "iuf" and array.size and np.all((array == 0) | (array == 1))
+        if not (numeric or (array.dtype.kind in "iuf" and not array.size)):
+            raise ValueError(
+                f"{name} must be booleans (or the numbers 0 and 1), got {values!r:.200} of dtype {array.dtype}"
+            )
+    if array.size != k:
+        raise ValueError(f"{name} must hold one flag per transition ({k}), got {array.size}")
+    return array.reshape(k).astype(bool)
+
+
 def sb3_episode_flags(done: Any, infos: Any, k: int) -> tuple[np.ndarray, np.ndarray]:
     """``(terminated, truncated)`` from Stable-Baselines3's ``add(..., done, infos)`` arguments.
 
     ``infos`` is one info dict per row; ``infos[i]["TimeLimit.truncated"]`` marks a time-limit truncation
     (SB3's VecEnvs set it on the step that ends an episode by its time limit; SB3's buffer stores it as
-    ``timeouts`` whatever ``done`` says), any other ``done`` is a termination.
+    ``timeouts`` whatever ``done`` says), any other ``done`` is a termination. Every flag (``done``, the infos'
+    ``"TimeLimit.truncated"``) must be a boolean or the number 0 or 1 (`episode_flag_array`).
 
     Raises:
         TypeError: ``infos`` is a dict (a gymnasium vector env's infos) or mixes dicts and flags.
-        ValueError: ``infos`` does not hold one dict per row.
+        ValueError: ``infos`` does not hold one dict per row, or a flag is not a boolean (``"False"``).
     """
     if isinstance(infos, dict):
         raise TypeError(
@@ -76,11 +96,13 @@ def sb3_episode_flags(done: Any, infos: Any, k: int) -> tuple[np.ndarray, np.nda
     if not all(isinstance(info, dict) for info in infos):
         if any(isinstance(info, dict) for info in infos):
             raise TypeError(f"infos must be a list of {k} dicts (SB3's add(..., done, infos)), got {infos!r}")
-        return np.asarray(done).reshape(k).astype(bool), np.asarray(infos).reshape(k).astype(bool)
+        return episode_flag_array("terminated", done, k), episode_flag_array("truncated", infos, k)
     if len(infos) != k:
         raise ValueError(f"infos must hold one dict per transition ({k}), got {len(infos)}")
-    done = np.asarray(done).reshape(k).astype(bool)
-    timeout = np.array([bool(info.get("TimeLimit.truncated", False)) for info in infos], dtype=bool)
+    done = episode_flag_array("done", done, k)
+    timeout = episode_flag_array(
+        'infos[i]["TimeLimit.truncated"]', [info.get("TimeLimit.truncated", False) for info in infos], k
+    )
     return done & ~timeout, timeout
 
 
@@ -175,6 +197,10 @@ class ReplayBuffer:
         self._rng = np.random.default_rng(seed)
 
         n = self.buffer_size
+        try:
+            type(self).check_memory(n, observation_space, action_space, self.optimize_memory_usage)
+        except ModelFileError as exc:  # the caller's argument: a ValueError naming it, not a file's error
+            raise ValueError(f"buffer_size={n} does not fit in this machine's memory: {exc}") from None
         if optimize_memory_usage:
             self._n_slots = n // n_envs
             if self._n_slots < 2:
@@ -595,6 +621,7 @@ class ReplayBuffer:
                     f"buffer_size={meta['buffer_size']}"
                 )
             arrays = {name: self._read_rows(archive, name, size) for name in self._arrays()}
+            self._check_rows(arrays, np.arange(size), meta)
             for name, array in self._arrays().items():
                 array[:size] = arrays[name]
             self.full = full or size == self.buffer_size
@@ -602,6 +629,11 @@ class ReplayBuffer:
         rng = np.random.default_rng()
         rng.bit_generator.state = meta["rng_state"]
         self._rng = rng
+
+    def _check_rows(self, arrays: dict[str, np.ndarray], rows: np.ndarray, meta: dict[str, Any]) -> None:
+        """A subclass's checks of a file's arrays (``arrays[name][i]`` goes to row ``rows[i]``), run after every
+        array is read and before any is stored; ``meta`` is the file's header (with ``final_rows``, the rows of
+        the side table, for the memory-optimized layout). The uniform buffer has nothing more to check."""
 
     def _read_rows(self, archive: ZipReader, name: str, rows: int) -> np.ndarray:
         array = self._arrays()[name]
@@ -630,9 +662,10 @@ class ReplayBuffer:
         ):
             raise ModelFileError("replay buffer final_rows must be increasing rows that hold transitions")
         rows = np.concatenate([e * self._n_slots + np.arange(n) for e, n in enumerate(filled)])
+        new_rows = env * self._n_slots + slot
+        self._check_rows(arrays, rows, {**meta, "final_rows": new_rows})
         for name, array in self._arrays().items():
             array[rows] = arrays[name]
-        new_rows = env * self._n_slots + slot
         self._final_obs = {int(r): np.array(o) for r, o in zip(new_rows, final_obs)}
         self._env_pos = pos
         self._env_full = full

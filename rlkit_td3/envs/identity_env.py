@@ -83,11 +83,13 @@ class IdentityEnvBox(IdentityEnv):
     Args:
         low: lower bound of the space.
         high: upper bound of the space.
-        eps: the tolerance.
+        eps: the tolerance, a finite number >= 0 (``nan`` would make every reward 0: a `ValueError`).
         ep_length: steps before the episode is truncated.
     """
 
     def __init__(self, low: float = -1.0, high: float = 1.0, eps: float = 0.05, ep_length: int = 100) -> None:
+        if isinstance(eps, bool) or not isinstance(eps, (int, float, np.integer, np.floating)) or not 0 <= eps < np.inf:
+            raise ValueError(f"eps must be a finite number >= 0, got {eps!r}")
         super().__init__(space=spaces.Box(low, high, (1,), np.float32), ep_length=ep_length)
         self.eps = float(eps)
 

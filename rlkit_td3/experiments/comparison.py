@@ -17,6 +17,7 @@ continues where it stopped.
 from __future__ import annotations
 
 import json
+import math
 import os
 import shlex
 import time
@@ -29,9 +30,9 @@ import pandas as pd
 from rlkit_td3.experiments.backends import BACKENDS, run_local, run_ray
 from rlkit_td3.experiments.plots import plot_learning_curves
 from rlkit_td3.experiments.presets import ConfigError, _did_you_mean
-from rlkit_td3.experiments.runner import RunSpec, read_evaluations
+from rlkit_td3.experiments.runner import CHECKPOINT_DIR, RunSpec, check_run_folder, read_evaluations
 from rlkit_td3.experiments.stats import RESULT_COLUMNS, improvements, summarize, summary_markdown
-from rlkit_td3.fileio.file_reader import read_json_file
+from rlkit_td3.fileio.file_reader import parse_json, read_json_file
 from rlkit_td3.fileio.serialization import atomic_write
 
 RESULT_FILE = "result.json"
@@ -62,10 +63,19 @@ def _unique(name: str, values: Sequence[Any]) -> list[Any]:
     return list(values)
 
 
+def _read_json(path: Path, what: str) -> Any:
+    try:
+        return read_json_file(path)
+    except (ValueError, OSError) as exc:
+        raise ConfigError(f"{path} is damaged (not {what}): {' '.join(str(exc).split())[:300]}") from None
+
+
 def _check_sweep_file(out: Path, settings: dict[str, Any]) -> None:
     path = out / SWEEP_FILE
     if path.is_file():
-        stored = read_json_file(path)
+        stored = _read_json(path, "a sweep's settings")
+        if not isinstance(stored, dict):
+            raise ConfigError(f"{path} is damaged: not a sweep's settings (a JSON object)")
         for key in _SWEEP_KEYS:
             if stored.get(key) != settings[key]:
                 raise ConfigError(
@@ -73,6 +83,46 @@ def _check_sweep_file(out: Path, settings: dict[str, Any]) -> None:
                     "use another --out, or the same settings to resume it"
                 )
     _write_text(path, json.dumps(settings, indent=2, default=str))
+
+
+def _is_real(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def read_result(path: Path, spec: RunSpec) -> dict[str, Any]:
+    """A run's ``result.json``, counted only if it proves it is ``spec``'s: its own ``spec`` entry equal to
+    ``spec`` (algo, env, seed, timesteps, preset, hyperparameters, evaluation schedule), increasing integer
+    timesteps, finite returns, one of each per evaluation.
+
+    Raises:
+        ConfigError: naming the file and what is wrong with it.
+    """
+    result = _read_json(path, "a run's result")
+    expected = parse_json(json.dumps(spec.to_dict(), default=str), "the run's spec")  # as JSON stores it
+    if not isinstance(result, dict):
+        raise ConfigError(f"{path} is damaged: not a run's result (a JSON object)")
+    if result.get("spec") != expected:
+        stored = result.get("spec") if isinstance(result.get("spec"), dict) else {}
+        differ = [key for key in expected if stored.get(key) != expected[key]][:3]
+        raise ConfigError(
+            f"{path} is not this sweep's run: it was made with "
+            + ", ".join(f"{key}={stored.get(key)!r}, not {expected[key]!r}" for key in differ)
+            + "; remove it to train the run again"
+        )
+    steps, means, stds = (result.get(key) for key in ("timesteps", "mean_returns", "std_returns"))
+    if not (isinstance(steps, list) and isinstance(means, list) and isinstance(stds, list)):
+        raise ConfigError(f"{path} is damaged: timesteps, mean_returns and std_returns must be lists")
+    if not (len(steps) == len(means) == len(stds)):
+        raise ConfigError(f"{path} is damaged: {len(steps)} timesteps, {len(means)} mean and {len(stds)} std returns")
+    if not all(isinstance(t, int) and not isinstance(t, bool) and t > 0 for t in steps) or any(
+        b <= a for a, b in zip(steps, steps[1:])
+    ):
+        raise ConfigError(f"{path} is damaged: its timesteps are not increasing positive integers (one row per key)")
+    if not all(_is_real(v) for v in (*means, *stds)):
+        raise ConfigError(f"{path} is damaged: its returns are not all finite numbers")
+    if not isinstance(result.get("num_timesteps"), int) or isinstance(result.get("num_timesteps"), bool):
+        raise ConfigError(f"{path} is damaged: num_timesteps is not an integer")
+    return result
 
 
 def _rows(spec: RunSpec, result: dict[str, Any]) -> list[dict[str, Any]]:
@@ -182,8 +232,12 @@ def compare(
     results: dict[int, dict[str, Any]] = {}
     for i, run_dir in enumerate(run_dirs):
         if (run_dir / RESULT_FILE).is_file():
-            results[i] = read_json_file(run_dir / RESULT_FILE)
+            results[i] = read_result(run_dir / RESULT_FILE, specs[i])
     todo = [i for i in range(len(specs)) if i not in results]
+    for i in todo:  # a run folder to resume must belong to its run (its checkpoints are checked when it resumes)
+        checkpoints = run_dirs[i] / CHECKPOINT_DIR
+        if checkpoints.is_dir() and any(checkpoints.glob("rl_model_*_steps.zip")):
+            check_run_folder(run_dirs[i], specs[i].resolve())
     if workers is None:
         workers = max(1, (os.cpu_count() or 1) // threads)
     if verbose:
@@ -199,6 +253,7 @@ def compare(
     else:
         stream = run_ray(jobs, threads, address, connect_timeout)
     failures = []
+    refused = 0  # runs whose folder held damaged or foreign files (a ConfigError in the run): bad input
     started = time.perf_counter()
     for done, (k, outcome) in enumerate(stream, start=1):
         spec = specs[todo[k]]
@@ -206,6 +261,7 @@ def compare(
         if isinstance(outcome, BaseException):
             reason = f"{type(outcome).__name__}: {(str(outcome).strip() or '-').splitlines()[0]}"
             failures.append(f"{label}: {reason}")
+            refused += isinstance(outcome, ConfigError)
             if verbose:
                 print(f"[{done}/{len(todo)}] {label}: FAILED ({reason}; see {run_dirs[todo[k]] / 'train.log'})")
             continue
@@ -222,7 +278,8 @@ def compare(
     table = pd.DataFrame(rows, columns=list(RESULT_COLUMNS))
     write_outputs(table, out, command=command)
     if failures:
-        raise ComparisonError(f"{len(failures)} of {len(specs)} runs failed: " + "; ".join(failures))
+        message = f"{len(failures)} of {len(specs)} runs failed: " + "; ".join(failures)
+        raise ConfigError(message) if refused == len(failures) else ComparisonError(message)
     return table
 
 
@@ -242,21 +299,32 @@ def load_results(paths: Sequence[str | os.PathLike[str]]) -> pd.DataFrame:
     and ``config.json``), concatenated.
 
     Raises:
-        ConfigError: a path that is neither a sweep directory (with ``results.csv``) nor a run directory.
+        ConfigError: a path that is neither a sweep directory (with ``results.csv``) nor a run directory, or a
+            damaged file in one (named): a ``results.csv`` without the columns of `RESULT_COLUMNS`, not UTF-8, or
+            with values that are not numbers; a ``config.json`` without its algo, env id and seed; a damaged
+            ``evaluations.npz``.
     """
     frames = []
     for path in map(Path, paths):
         if (path / "results.csv").is_file():
-            frames.append(pd.read_csv(path / "results.csv"))
+            frames.append(_read_results_csv(path / "results.csv"))
         elif (path / "config.json").is_file() and (path / "evaluations.npz").is_file():
-            config = read_json_file(path / "config.json")
+            config = _read_json(path / "config.json", "a run's configuration")
+            if not (
+                isinstance(config, dict)
+                and isinstance(config.get("algo"), str)
+                and isinstance(config.get("env_id"), str)
+                and isinstance(config.get("seed"), int)
+                and not isinstance(config.get("seed"), bool)
+            ):
+                raise ConfigError(f"{path / 'config.json'} is damaged: it must name the run's algo, env_id and seed")
             evaluations = read_evaluations(path)
             result = {
                 "timesteps": evaluations["timesteps"].tolist(),
                 "mean_returns": evaluations["results"].mean(axis=1).tolist(),
                 "std_returns": evaluations["results"].std(axis=1).tolist(),
             }
-            spec = RunSpec(config["algo"], config["env_id"], int(config["seed"]))
+            spec = RunSpec(config["algo"], config["env_id"], config["seed"])
             frames.append(pd.DataFrame(_rows(spec, result), columns=list(RESULT_COLUMNS)))
         else:
             raise ConfigError(
@@ -265,6 +333,33 @@ def load_results(paths: Sequence[str | os.PathLike[str]]) -> pd.DataFrame:
             )
     table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(RESULT_COLUMNS))
     return table.drop_duplicates(subset=["algo", "env", "seed", "timestep"], keep="last").reset_index(drop=True)
+
+
+def _read_results_csv(path: Path) -> pd.DataFrame:
+    """A sweep's ``results.csv``, checked: UTF-8, the columns of `RESULT_COLUMNS`, integer seeds and timesteps,
+    finite returns, at most one row per (algo, env, seed, timestep)."""
+    try:
+        table = pd.read_csv(path, encoding="utf-8", dtype={"algo": str, "env": str})
+    except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        raise ConfigError(f"{path} is damaged: {' '.join(str(exc).split())[:200]}") from None
+    missing = [column for column in RESULT_COLUMNS if column not in table.columns]
+    if missing:
+        raise ConfigError(f"{path} is damaged: it lacks the column(s) {', '.join(missing)}")
+    table = table[list(RESULT_COLUMNS)]
+    if table.empty:  # a sweep whose runs all failed: its header alone
+        return table
+    for column in ("seed", "timestep"):
+        if not pd.api.types.is_integer_dtype(table[column]):
+            raise ConfigError(f"{path} is damaged: its {column} column holds other than integers")
+    for column in ("mean_return", "std_return"):
+        values = pd.to_numeric(table[column], errors="coerce")
+        if not pd.api.types.is_numeric_dtype(table[column]) or not values.map(math.isfinite).all():
+            raise ConfigError(f"{path} is damaged: its {column} column holds other than finite numbers")
+    if table[["algo", "env"]].isna().any().any():
+        raise ConfigError(f"{path} is damaged: a row without its algo or env")
+    if table.duplicated(subset=["algo", "env", "seed", "timestep"]).any():
+        raise ConfigError(f"{path} is damaged: more than one row per (algo, env, seed, timestep)")
+    return table
 
 
 def shell_command(argv: Sequence[str]) -> str:

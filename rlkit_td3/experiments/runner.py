@@ -148,11 +148,35 @@ def latest_checkpoint(run_dir: str | Path) -> tuple[int, Path, Path] | None:
 
 def read_evaluations(run_dir: str | Path) -> dict[str, np.ndarray]:
     """``evaluations.npz`` of a run directory: ``timesteps`` (n,), ``results`` and ``ep_lengths`` (n, episodes);
-    empty arrays when there is none yet."""
+    empty arrays when there is none yet.
+
+    Raises:
+        ConfigError: the file is damaged: not a plain ``.npz`` of numbers, or arrays of other shapes, timesteps that
+            are not increasing integers, returns that are not finite.
+    """
     path = Path(run_dir) / "evaluations.npz"
     if not path.is_file():
         return {"timesteps": np.zeros(0, dtype=np.int64), "results": np.zeros((0, 0)), "ep_lengths": np.zeros((0, 0))}
-    return read_npz_file(path, ["timesteps", "results", "ep_lengths"])
+    try:
+        arrays = read_npz_file(path, ["timesteps", "results", "ep_lengths"])
+    except (ValueError, OSError) as exc:
+        raise ConfigError(f"{path} is damaged: {' '.join(str(exc).split())[:300]}") from None
+    steps, results, lengths = arrays["timesteps"], arrays["results"], arrays["ep_lengths"]
+    if (
+        steps.ndim != 1
+        or steps.dtype.kind not in "iu"
+        or np.any(np.diff(steps) <= 0)
+        or results.ndim != 2
+        or results.shape[0] != len(steps)
+        or lengths.shape != results.shape
+        or results.dtype.kind not in "iuf"
+        or not np.all(np.isfinite(results))
+    ):
+        raise ConfigError(
+            f"{path} is damaged: it must hold increasing integer timesteps (n,) and finite results and ep_lengths "
+            f"(n, episodes), got shapes {steps.shape}, {results.shape}, {lengths.shape}"
+        )
+    return arrays
 
 
 def _atomic_text(path: Path, text: str) -> None:
@@ -161,17 +185,24 @@ def _atomic_text(path: Path, text: str) -> None:
 
 
 def _cut_monitor(path: Path, env0_steps: int) -> None:
-    """Keep the header and the episodes that ended within the first ``env0_steps`` steps of env 0."""
+    """Keep the header and the episodes that ended within the first ``env0_steps`` steps of env 0.
+
+    Raises:
+        ConfigError: the file is damaged (not UTF-8, or a row whose length is not a number).
+    """
     if not path.is_file():
         return
-    lines = path.read_text().splitlines(keepends=True)
-    kept, steps = lines[:2], 0
-    for line in lines[2:]:
-        row = line.split(",")
-        steps += int(float(row[1]))
-        if steps > env0_steps:
-            break
-        kept.append(line)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+        kept, steps = lines[:2], 0
+        for line in lines[2:]:
+            row = line.split(",")
+            steps += int(float(row[1]))
+            if steps > env0_steps:
+                break
+            kept.append(line)
+    except (ValueError, IndexError, OverflowError) as exc:
+        raise ConfigError(f"{path} is damaged: {' '.join(str(exc).split())[:200]}") from None
     _atomic_text(path, "".join(kept))
 
 
@@ -179,10 +210,15 @@ def _progress_rows(path: Path, num_timesteps: int) -> tuple[list[str], list[dict
     """The columns of ``progress.csv`` and its rows logged at or before ``num_timesteps``."""
     if not path.is_file():
         return [], []
-    with open(path, newline="") as fh:
-        reader = csv.DictReader(fh)
-        rows = [r for r in reader if _as_int(r.get("time/total_timesteps")) <= num_timesteps]
-        return list(reader.fieldnames or []), rows
+    try:
+        with open(path, newline="", encoding="utf-8") as fh:
+            reader = csv.DictReader(fh)
+            rows = [r for r in reader if _as_int(r.get("time/total_timesteps")) <= num_timesteps]
+            if any(None in r for r in rows):  # a row longer than the header
+                raise ValueError("a row has more fields than the header")
+            return list(reader.fieldnames or []), rows
+    except (ValueError, csv.Error) as exc:
+        raise ConfigError(f"{path} is damaged: {' '.join(str(exc).split())[:200]}") from None
 
 
 def _as_int(text: str | None) -> float:
@@ -231,23 +267,25 @@ def train_run(
             "or choose another directory"
         )
     latest = latest_checkpoint(out)
-    if latest is None:
-        # every constructor check (hyperparameter values, seed, device) before anything is written in ``out``
-        probe_env = gym.make(spec.env_id)
-        try:
-            make_model(config, probe_env, seed=spec.seed, device=spec.device)
-        except (TypeError, ValueError) as exc:
-            raise ConfigError(f"bad configuration: {exc}") from None
-        finally:
-            probe_env.close()
+    # every constructor check (hyperparameter values, seed, device) before anything is written in ``out``; on a
+    # resume, this model is what the checkpoint must match
+    probe_env = gym.make(spec.env_id)
+    try:
+        reference = make_model(config, probe_env, seed=spec.seed, device=spec.device)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"bad configuration: {exc}") from None
+    finally:
+        probe_env.close()
+    if latest is not None:
+        check_run_folder(out, config)
     out.mkdir(parents=True, exist_ok=True)
     if latest is not None:
-        _check_same_run(out / "config.json", config)
         steps, model_path, buffer_path = latest
+        _check_checkpoint_file(model_path, config)
+        # cut before the env opens the file to append; what is cut is what a resume from this checkpoint retrains
         _cut_monitor(out / "monitor.csv", steps // spec.n_envs)
         env = _make_env(spec.env_id, spec.n_envs, out / "monitor.csv", append=True)
-        model = algorithm_class(config["algo"]).load(model_path, env=env, device=spec.device)
-        model.load_replay_buffer(buffer_path)
+        model = _load_checkpoint(model_path, buffer_path, steps, env, reference, spec)
         print(f"resuming {model_path} at {model.num_timesteps} of {timesteps} steps", flush=True)
     else:
         env = _make_env(spec.env_id, spec.n_envs, out / "monitor.csv")
@@ -292,12 +330,91 @@ def train_run(
     }
 
 
-def _check_same_run(path: Path, config: dict[str, Any]) -> None:
+def check_run_folder(run_dir: str | Path, config: dict[str, Any]) -> None:
+    """Refuse (`ConfigError`, naming the file) a run directory whose ``config.json`` is missing, damaged, or made
+    with another algorithm, env, seed, ``n_envs`` or hyperparameters than ``config`` (a `RunSpec.resolve()` result;
+    a longer ``timesteps`` is fine): what it holds would not belong to the run it is resumed or counted as."""
+    path = Path(run_dir) / "config.json"
+    if not path.is_file():
+        raise ConfigError(
+            f"cannot resume {run_dir}: it has checkpoints but no {path.name}, so nothing says which run they belong "
+            "to; remove the directory (or its checkpoints) to train afresh"
+        )
+    stored = _read_json(path, "a run's configuration")
+    if not isinstance(stored, dict) or not isinstance(stored.get("hyperparameters"), dict):
+        raise ConfigError(f"cannot resume {run_dir}: {path} is not a run's configuration (a JSON object)")
+    _check_same_run(path, stored, config)
+
+
+def _read_json(path: Path, what: str) -> Any:
+    """A JSON file the CLI reads from its own folders; a damaged one is a `ConfigError` naming it."""
+    try:
+        return read_json_file(path)
+    except (ValueError, OSError) as exc:
+        raise ConfigError(f"{path} is damaged (not {what}): {' '.join(str(exc).split())[:300]}") from None
+
+
+def _check_checkpoint_file(model_path: Path, config: dict[str, Any]) -> None:
+    """The checkpoint is a model file of ours (not Stable-Baselines3's) of the run's algorithm."""
+    from rlkit_td3.fileio.serialization import read_model_zip
+    from rlkit_td3.persistence.sb3_import import is_sb3_zip
+
+    try:
+        if is_sb3_zip(model_path):
+            raise ConfigError(f"cannot resume from {model_path}: a Stable-Baselines3 zip, not a checkpoint of this run")
+        algorithm = read_model_zip(model_path, entries=())[0].get("algorithm")
+    except (ValueError, OSError, AttributeError) as exc:
+        if isinstance(exc, ConfigError):
+            raise
+        raise ConfigError(f"cannot resume from {model_path}: {' '.join(str(exc).split())[:300]}") from None
+    if algorithm != algorithm_class(config["algo"]).__name__:
+        raise ConfigError(f"cannot resume from {model_path}: it holds a {algorithm!r} model, the run {config['algo']}")
+
+
+def _load_checkpoint(model_path: Path, buffer_path: Path, steps: int, env: Any, reference: Any, spec: RunSpec) -> Any:
+    """The checkpoint's model and replay buffer, refused by name unless they are the run's: the networks' tensors
+    (names, shapes, dtypes), the policy and replay-buffer classes and sizes as ``reference`` (a model built from
+    the run's ``config.json``) has them, and the step count its file name says."""
+    try:
+        model = algorithm_class(spec.algo).load(model_path, env=env, device=spec.device)
+    except (ValueError, TypeError, OSError) as exc:
+        raise ConfigError(f"cannot resume from {model_path}: {' '.join(str(exc).split())[:300]}") from None
+
+    def shapes(m: Any) -> dict[str, Any]:
+        return {k: (tuple(v.shape), str(v.dtype)) for k, v in m.policy.state_dict().items()}
+
+    def layout(m: Any) -> tuple[Any, ...]:
+        buffer = m.replay_buffer
+        return (
+            type(m.policy).__name__,
+            type(buffer).__name__,
+            buffer.buffer_size,
+            buffer.optimize_memory_usage,
+            getattr(buffer, "n_steps", 1),
+        )
+
+    mine, theirs = shapes(reference), shapes(model)
+    if mine != theirs or layout(reference) != layout(model):
+        differ = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))[:3]
+        what = f"tensors {differ} differ" if differ else f"policy and buffer {layout(model)}, not {layout(reference)}"
+        raise ConfigError(
+            f"cannot resume from {model_path}: it is not this run's architecture ({what}) as config.json records it"
+        )
+    if model.num_timesteps != steps or model.n_envs != spec.n_envs:
+        raise ConfigError(
+            f"cannot resume from {model_path}: it holds {model.num_timesteps} steps on {model.n_envs} envs, its name "
+            f"says {steps} steps and the run has n_envs={spec.n_envs}"
+        )
+    try:
+        model.load_replay_buffer(buffer_path)
+    except (ValueError, TypeError, OSError) as exc:
+        raise ConfigError(f"cannot resume from {buffer_path}: {' '.join(str(exc).split())[:300]}") from None
+    return model
+
+
+def _check_same_run(path: Path, stored: dict[str, Any], config: dict[str, Any]) -> None:
     """Refuse to resume a run directory with another algorithm, env, seed or hyperparameters than it was made with
     (a longer ``timesteps`` is fine)."""
-    if not path.is_file():
-        return
-    stored = read_json_file(path)
     now = parse_json(json.dumps(config, default=str), "the run's config")  # the same JSON types as the stored file
 
     def identity(cfg: dict[str, Any]) -> dict[str, Any]:

@@ -15,6 +15,7 @@ import collections
 import io
 import math
 import pickle
+import sys
 from typing import Any
 
 import numpy as np
@@ -43,13 +44,22 @@ _PLAIN_GLOBALS = frozenset(
 """The only globals a plain-data pickle may name: constructors of data that run no code of the file's choosing.
 An object array's items go through the same unpickler, so they are plain data too."""
 
-PLAIN_DATA_COPY_FACTOR = 16
-"""A plain-data pickle's constructors and arrays may copy at most this many times the file's size (plus
-`PLAIN_DATA_COPY_FLOOR_BYTES`): a genuine pickle copies each of its items about once (a set of small ints, 2 file
-bytes and 32 table bytes each, is the most a genuine file asks), while a crafted one can call a copying
-constructor on one remembered object thousands of times. Without any constructor, the pickle format itself
-builds up to about 64 bytes per file byte (``}`` is one byte and an empty dict)."""
+PLAIN_DATA_COPY_FACTOR = 64
+"""Everything a plain-data pickle builds is charged against one budget of this many times the file's size (plus
+`PLAIN_DATA_COPY_FLOOR_BYTES`): every object an opcode makes (``sys.getsizeof``: an empty set from the one byte
+``\x8f`` is 216 bytes), every slot it takes on the stack or in the memo, every container's growth, and every copy
+a constructor or an array makes. A genuine pickle of small items builds 4 to 40 times its size (a list of small
+ints about 22, a set of them up to about 50); a crafted one can ask for about 250 (one-byte empty sets) or call
+a copying constructor on one remembered object thousands of times, and is refused once it passes the budget."""
 PLAIN_DATA_COPY_FLOOR_BYTES = 4 * 2**20
+PLAIN_DATA_PEAK_FACTOR = 80
+"""The memory loading a plain-data pickle may take, measured (peak traced memory, every opcode and constructor
+route of ``benchmarks/fuzz_pickle.py``): at most this many times the file's size plus `PLAIN_DATA_PEAK_FLOOR_BYTES`.
+It is above the budget because the budget does not count the interpreter's own overhead (allocator rounding,
+the stack list's spare slots, a frame's copy of its bytes); the Security page states it."""
+PLAIN_DATA_PEAK_FLOOR_BYTES = 8 * 2**20
+_SLOT_BYTES = 8  # a reference on the stack, in a list or in the memo's table
+_MARK_BYTES = 64  # MARK starts a new (empty) stack list
 _MAX_ZERO_SIZE_ITEMS = 65_536  # items of a zero-size dtype ("V0") hold no data: their count is capped instead
 _ITEM_BYTES = {"set": 32, "frozenset": 32, "deque": 8, "OrderedDict": 64}  # table bytes per item a copy makes
 
@@ -62,7 +72,7 @@ class PlainDataUnpickler(pickle._Unpickler):  # noqa: SLF001  (the Python unpick
     and checks an array's state against its dtype before NumPy builds it.
     """
 
-    dispatch = dict(pickle._Unpickler.dispatch)  # noqa: SLF001
+    dispatch = dict(pickle._Unpickler.dispatch)  # noqa: SLF001  (wrapped below: every opcode is charged)
 
     def __init__(self, file: io.BytesIO) -> None:
         super().__init__(file)
@@ -74,8 +84,8 @@ class PlainDataUnpickler(pickle._Unpickler):  # noqa: SLF001  (the Python unpick
         self.budget -= n_bytes
         if self.budget < 0:
             raise pickle.UnpicklingError(
-                f"{what} makes the pickle build more than {PLAIN_DATA_COPY_FACTOR} times its own size: a plain-data "
-                "pickle copies what it holds about once"
+                f"{what} makes the pickle build more than {PLAIN_DATA_COPY_FACTOR} times its own size plus "
+                f"{PLAIN_DATA_COPY_FLOOR_BYTES // 2**20} MiB: a plain-data pickle builds about what it holds"
             )
 
     def find_class(self, module: str, name: str) -> Any:
@@ -100,9 +110,24 @@ class PlainDataUnpickler(pickle._Unpickler):  # noqa: SLF001  (the Python unpick
             "dtype": self._dtype,
         }
         if name == "scalar":
-            make_scalar = super().find_class(module, name)
-            return lambda dtype, *data: make_scalar(self._usable(dtype), *data)
+            return self._scalar(super().find_class(module, name))
+        if name == "ndarray":
+            # NumPy's pickles name the class only as _reconstruct's first argument; called itself (REDUCE, NEWOBJ,
+            # INST, OBJ) it would allocate an uninitialised array of any size from a number
+            return NDARRAY_NAME
         return constructors.get(name) or super().find_class(module, name)
+
+    def _scalar(self, make_scalar: Any) -> Any:
+        def scalar(dtype: Any, *data: Any) -> Any:
+            # scalar(dtype) alone allocates dtype.itemsize bytes (a "V1000000000" dtype is a gigabyte): NumPy's
+            # pickles always give the item's bytes (or, for an object dtype, the object)
+            dtype = self._usable(dtype)
+            if len(data) != 1 or not (dtype.hasobject or isinstance(data[0], bytes) and len(data[0]) == dtype.itemsize):
+                raise pickle.UnpicklingError("a NumPy scalar is made of its dtype and exactly its item's bytes")
+            self.charge(dtype.itemsize, "a NumPy scalar")
+            return make_scalar(dtype, *data)
+
+        return scalar
 
     def _counted(self, build: Any) -> Any:
         def construct(*args: Any) -> Any:
@@ -135,6 +160,8 @@ class PlainDataUnpickler(pickle._Unpickler):  # noqa: SLF001  (the Python unpick
         return text.encode("latin1")
 
     def _dtype(self, *args: Any) -> np.dtype:
+        if not args or len(args) > 3 or not all(isinstance(flag, bool) for flag in args[1:]):
+            raise pickle.UnpicklingError("numpy.dtype(description, align, copy): NumPy's pickles pass two bools")
         made = np.dtype(*args)
         if len(args) == 3 and args[2] is True:  # a new copy (NumPy's pickles), which gets its state right after
             self.unbuilt[id(made)] = made
@@ -185,6 +212,66 @@ class PlainDataUnpickler(pickle._Unpickler):  # noqa: SLF001  (the Python unpick
         super().load_build()
 
     dispatch[pickle.BUILD[0]] = load_build
+
+    def charge_new(self) -> None:
+        """Charge the object an opcode has just pushed, and its slot on the stack."""
+        self.charge(sys.getsizeof(self.stack[-1]) + _SLOT_BYTES, "an object")
+
+
+# What each opcode builds, charged after it runs (an opcode not named here pushes one new object: `charge_new`).
+_PUSH_REFERENCE = {"GET", "BINGET", "LONG_BINGET", "DUP", "NONE", "NEWTRUE", "NEWFALSE", "EMPTY_TUPLE", "BININT1"}
+_NO_GROWTH = {"POP", "POP_MARK", "STOP", "PROTO", "FRAME", "BUILD"}  # BUILD charges arrays itself
+_MEMO = {"PUT", "BINPUT", "LONG_BINPUT", "MEMOIZE"}
+_GROWTH = {"APPEND": -2, "SETITEM": -3, "APPENDS": None, "SETITEMS": None, "ADDITEMS": None}  # where the container is
+
+
+def _charged(name: str, run: Any) -> Any:
+    if name in _NO_GROWTH:
+        return run
+    if name in _PUSH_REFERENCE:
+
+        def reference(self: PlainDataUnpickler) -> None:
+            run(self)
+            self.charge(_SLOT_BYTES, "a stack slot")
+
+        return reference
+    if name == "MARK":
+
+        def mark(self: PlainDataUnpickler) -> None:
+            run(self)
+            self.charge(_MARK_BYTES, "a mark")
+
+        return mark
+    if name in _MEMO:
+
+        def memo(self: PlainDataUnpickler) -> None:
+            before = sys.getsizeof(self.memo)
+            run(self)
+            self.charge(sys.getsizeof(self.memo) - before + 32 + _SLOT_BYTES, "the memo")  # its table and key
+
+        return memo
+    if name in _GROWTH:
+        depth = _GROWTH[name]
+
+        def grow(self: PlainDataUnpickler) -> None:
+            container = self.stack[depth] if depth is not None else self.metastack[-1][-1]
+            before = sys.getsizeof(container)
+            run(self)
+            self.charge(max(sys.getsizeof(container) - before, 0), "a container")
+
+        return grow
+
+    def new(self: PlainDataUnpickler) -> None:
+        run(self)
+        self.charge_new()
+
+    return new
+
+
+for _name in dir(pickle):
+    _code = getattr(pickle, _name)
+    if _name.isupper() and isinstance(_code, bytes) and len(_code) == 1 and _code[0] in PlainDataUnpickler.dispatch:
+        PlainDataUnpickler.dispatch[_code[0]] = _charged(_name, PlainDataUnpickler.dispatch[_code[0]])
 
 
 def _canonical_dtype(dtype: np.dtype) -> np.dtype:
@@ -241,9 +328,23 @@ def _empty_bytes(*args: Any) -> bytes:
     return b""
 
 
+class _NdarrayName:
+    """What the name ``numpy.ndarray`` resolves to in a plain-data pickle: a marker ``_reconstruct`` accepts as its
+    class, which builds nothing when called."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise pickle.UnpicklingError("numpy.ndarray called with a shape: NumPy's pickles never size an array so")
+
+    def __repr__(self) -> str:
+        return "numpy.ndarray (a name only)"
+
+
+NDARRAY_NAME = _NdarrayName()
+
+
 def _empty_array(cls: Any, shape: Any, dtype: Any) -> np.ndarray:
     # NumPy pickles an array as an empty one filled by __setstate__ from the file's bytes; a larger starting
     # shape would allocate memory the file does not hold
-    if cls is not np.ndarray or math.prod(np.atleast_1d(np.asarray(shape, dtype=np.int64)).tolist()) != 0:
+    if cls is not NDARRAY_NAME or math.prod(np.atleast_1d(np.asarray(shape, dtype=np.int64)).tolist()) != 0:
         raise pickle.UnpicklingError("an array must start empty (NumPy's own pickles do)")
     return np.ndarray.__new__(np.ndarray, shape, dtype)

@@ -316,7 +316,14 @@ def _fill_from_file(
     # before anything is built: the stored networks are those declared, the declared buffer fits in memory
     model.policy_class.check_saved_state(observation_space, action_space, model.policy_kwargs, tensors["policy"])
     check_memory = getattr(model.replay_buffer_class, "check_memory", ReplayBuffer.check_memory)
-    check_memory(model.buffer_size, observation_space, action_space, model.optimize_memory_usage)
+    try:
+        check_memory(model.buffer_size, observation_space, action_space, model.optimize_memory_usage)
+    except ModelFileError as exc:
+        if "buffer_size" not in overrides:
+            raise
+        # the caller's argument, not the file's content: ModelFileError is for files only
+        error = ValueError(f"buffer_size={overrides['buffer_size']!r} passed to load() does not fit: {exc}")
+        raise CallerArgumentError() from error
     model.observation_space, model.action_space = observation_space, action_space
     model.n_envs = n_envs
     if vec is not None:

@@ -324,6 +324,13 @@ class EnvRecords:
         self.check_state(state)
         model = self.model
         if model._venv is None:
+            # loaded without an env: a later set_env cannot redo the saved envs' state, and says so
+            model._env_state_dropped = bool(model._env_seeded)
+            return
+        if not model._env_seeded:
+            # saved before its first learn: its envs were never reset, and the saved run's first learn resets
+            # them with the model's seed; the loaded model's does the same (restored by `RunState` just before)
+            model._last_obs = None
             return
         if self.saved_n_envs != model.n_envs:  # loaded onto another number of envs: every episode restarts
             restart_envs(model, None, None, None)

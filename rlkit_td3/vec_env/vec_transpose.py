@@ -8,6 +8,7 @@ import numpy as np
 from gymnasium import spaces
 
 from rlkit_td3.checks.arguments import check_bool
+from rlkit_td3.preprocessing import is_image_space_channels_first
 from rlkit_td3.vec_env.base_vec_env import VecEnv, VecEnvObs, VecEnvStepReturn, VecEnvWrapper
 from rlkit_td3.vec_env.vec_normalize import is_image_space
 
@@ -22,7 +23,8 @@ class VecTransposeImage(VecEnvWrapper):
         skip: do nothing (for code paths that always wrap).
 
     Raises:
-        ValueError: the observations are not images (nor a Dict holding one).
+        ValueError: the observations are not images (nor a Dict holding one), or an image is already
+            channels-first ``(C, H, W)`` (its smallest dimension first), which SB3 refuses too.
     """
 
     def __init__(self, venv: VecEnv, skip: bool = False) -> None:
@@ -50,6 +52,11 @@ class VecTransposeImage(VecEnvWrapper):
         """The ``(C, H, W)`` space of an ``(H, W, C)`` image space."""
         if not is_image_space(observation_space):
             raise ValueError(f"the space {key!r} is not an image space: {observation_space}")
+        if is_image_space_channels_first(observation_space):  # transposing it would mix rows and channels
+            raise ValueError(
+                f"the image space {key!r} of shape {observation_space.shape} is already channels-first (C, H, W); "
+                "VecTransposeImage takes channels-last (H, W, C) images (as Stable-Baselines3's)"
+            )
         height, width, channels = observation_space.shape
         return spaces.Box(low=0, high=255, shape=(channels, height, width), dtype=observation_space.dtype)
 
