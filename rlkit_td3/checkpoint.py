@@ -134,6 +134,7 @@ def save(
         "normalize_images",
         "critic_layer_norm",
         "normalize_obs",
+        *model.policy.json_kwargs,
     ):
         if key in policy_kwargs:
             policy_json[key] = policy_kwargs[key]
