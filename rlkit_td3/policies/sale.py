@@ -110,7 +110,9 @@ class SALEActor(_Linked):
     ) -> None:
         super().__init__()
         self.obs_embedding = nn.Linear(obs_dim, net_arch[0])
-        self.mu = nn.Sequential(*_mlp(embedding_dim + net_arch[0], list(net_arch), action_dim, activation_fn), nn.Tanh())
+        self.mu = nn.Sequential(
+            *_mlp(embedding_dim + net_arch[0], list(net_arch), action_dim, activation_fn), nn.Tanh()
+        )
 
     def forward(self, obs: torch.Tensor, zs: torch.Tensor | None = None) -> torch.Tensor:
         """Normalised actions; ``zs`` defaults to the linked encoder's embedding of ``obs``."""

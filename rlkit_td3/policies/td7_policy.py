@@ -86,7 +86,9 @@ class TD7Policy(TD3Policy):
         self.encoder_net_arch = encoder_arch
         pi, qf = parse_net_arch(list(TD7_DEFAULT_NET_ARCH) if net_arch is None else net_arch)
         if not pi or not qf:
-            raise ValueError(f"net_arch must give at least one hidden size to the actor and the critics, got {net_arch!r}")
+            raise ValueError(
+                f"net_arch must give at least one hidden size to the actor and the critics, got {net_arch!r}"
+            )
         self.use_checkpoint = True
         super().__init__(
             observation_space,

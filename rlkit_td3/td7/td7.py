@@ -168,7 +168,9 @@ class TD7(OffPolicyAlgorithm):
         if not isinstance(settings["use_checkpoints"], bool):
             raise TypeError(f"use_checkpoints must be a bool, got {settings['use_checkpoints']!r}")
         self.use_checkpoints = settings["use_checkpoints"]
-        self.max_eps_when_checkpointing = _check_int("max_eps_when_checkpointing", settings["max_eps_when_checkpointing"], 1)
+        self.max_eps_when_checkpointing = _check_int(
+            "max_eps_when_checkpointing", settings["max_eps_when_checkpointing"], 1
+        )
         self.steps_before_checkpointing = _check_int(
             "steps_before_checkpointing", settings["steps_before_checkpointing"], 0, integral_float=True
         )
@@ -259,7 +261,10 @@ class TD7(OffPolicyAlgorithm):
             next_actions = policy.actor_target(next_obs, target_zs)
             if self.target_policy_noise > 0.0:
                 noise = torch.randn(
-                    next_actions.shape, generator=self._smoothing_rng, device=next_actions.device, dtype=next_actions.dtype
+                    next_actions.shape,
+                    generator=self._smoothing_rng,
+                    device=next_actions.device,
+                    dtype=next_actions.dtype,
                 ).mul_(self.target_policy_noise)
                 noise = noise.clamp(-self.target_noise_clip, self.target_noise_clip)
                 next_actions = (next_actions + noise).clamp(-1.0, 1.0)
@@ -319,4 +324,3 @@ class TD7(OffPolicyAlgorithm):
         if isinstance(self.replay_buffer, PrioritizedReplayBuffer):
             self.replay_buffer.reset_max_priority()
         self._value_bounds.refresh()
-
