@@ -226,8 +226,7 @@ class TD3Policy(nn.Module):
     ) -> None:
         """Build ``actor``, ``critic`` and their targets (a subclass with other networks overrides this hook; the
         constructor calls it after its checks, before the action bounds and the optimizers)."""
-        observation_space, action_space = self.observation_space, self.action_space
-        action_dim = int(np.prod(action_space.shape))
+        action_dim = int(np.prod(self.action_space.shape))
         # Built in this order (actor extractor, actor MLP, critic extractor, critic MLPs), each drawing its
         # initial weights from torch's global generator; the default flatten draws nothing.
         actor_extractor = self.make_features_extractor()
