@@ -206,6 +206,8 @@ def save(
         if metadata["schedules"].pop(name, None) is not None:
             pickled.pop(name, None)
     metadata["pickled_keys"] = sorted(pickled)
+    if hasattr(model, "algorithm_settings"):  # an algorithm's own settings beyond the base's (TD7's)
+        metadata["algorithm_settings"] = model.algorithm_settings()
     # the components, each by its state protocol: the file stores what they return, in the entries named here
     metadata["training_state"], training_tensors = split_tensors(TrainingState(model).state_dict())
     tensors = {
@@ -306,8 +308,17 @@ def _fill_from_file(
             policy_kwargs[key] = custom.pop(key)
     for key in list(custom):
         ctor[key] = custom.pop(key)
+    own_settings = None
+    if hasattr(model, "set_algorithm_settings"):  # an algorithm's own settings (TD7's): the file's, then the caller's
+        own_settings = metadata.get("algorithm_settings")
+        if not isinstance(own_settings, dict):
+            raise ModelFileError(f"algorithm_settings must be a dict of {type(model).__name__}'s settings")
+        model.set_algorithm_settings(own_settings)
+        given_settings = {key: overrides.pop(key) for key in list(overrides) if key in own_settings}
     try:
         base.__init__(model, env=None, device=device, _init_setup_model=False, **{**ctor, **overrides})
+        if own_settings is not None and given_settings:
+            model.set_algorithm_settings({**own_settings, **given_settings})
     except (TypeError, ValueError) as exc:
         raise CallerArgumentError() from exc
     num_timesteps, n_updates, episode_num = check_counters(metadata["counters"])
