@@ -31,6 +31,7 @@ from rlkit_td3.buffers import (
     ReplayBuffer,
     ReplayBufferSamples,
 )
+from rlkit_td3.callbacks import MaybeCallback
 from rlkit_td3.model_files import register_algorithm
 from rlkit_td3.noise import ActionNoise
 from rlkit_td3.off_policy import OffPolicyAlgorithm
@@ -76,6 +77,7 @@ class TD7(OffPolicyAlgorithm):
 
         model = TD7("MlpPolicy", "Pendulum-v1", learning_starts=1_000, buffer_size=10_000)
         model.learn(2_000)
+        action, _ = model.predict(model.get_env().reset()[0])  # deterministic: the checkpoint policy
         ```
     """
 
@@ -207,6 +209,21 @@ class TD7(OffPolicyAlgorithm):
             group["lr"] = lr
 
     # ------------------------------------------------------------------ policy checkpoints
+    def learn(
+        self,
+        total_timesteps: int,
+        callback: MaybeCallback = None,
+        log_interval: int | None = 4,
+        tb_log_name: str | None = None,
+        reset_num_timesteps: bool = True,
+        progress_bar: bool = False,
+    ) -> TD7:
+        """`OffPolicyAlgorithm.learn`; a call that restarts the episode count restarts the schedule's count of
+        episodes seen with it."""
+        if reset_num_timesteps is True:
+            self._checkpoints.episodes_seen = 0
+        return super().learn(total_timesteps, callback, log_interval, tb_log_name, reset_num_timesteps, progress_bar)
+
     def train(self, gradient_steps: int, batch_size: int | None = None) -> None:
         """Without checkpoints: ``gradient_steps`` updates (`OffPolicyAlgorithm.train`). With them, the base's
         loop calls this after each episode with its transitions: the schedule counts them and the episode, and
