@@ -1,4 +1,4 @@
-"""SALE: state-action representation learning (Fujimoto et al. 2023, "For SALE", NeurIPS, section 4).
+"""SALE: state-action representation learning (Fujimoto et al. 2023, "For SALE", NeurIPS).
 
 Two encoders learn embeddings of states and state-action pairs:
 
@@ -6,11 +6,11 @@ Two encoders learn embeddings of states and state-action pairs:
 * the state-action encoder ``g``: ``z_sa = g(z_s, a)``,
 
 trained together so that ``z_sa`` predicts the next state's embedding: the loss is
-``(g(f(s), a) - |f(s')|_x)^2`` with the target ``z_s'`` computed without gradient (equation 1 of the paper).
-``AvgL1Norm(x) = x / mean(|x|)`` (equation 3) keeps the embeddings' scale fixed.
+``(g(f(s), a) - |f(s')|_x)^2`` with the target ``z_s'`` computed without gradient.
+``AvgL1Norm(x) = x / mean(|x|)`` keeps the embeddings' scale fixed.
 
 The networks that read the embeddings (`SALEActor`, `SALECritic`) take, besides them, their own AvgL1Norm-ed linear
-embedding of the raw input: ``pi(s, z_s)`` and ``Q(s, a, z_sa, z_s)`` (equations 4 and 5). Each is linked to the
+embedding of the raw input: ``pi(s, z_s)`` and ``Q(s, a, z_sa, z_s)``. Each is linked to the
 encoder whose embeddings it reads when called with the observations alone (`SALEActor.link`), so that
 ``actor(obs)`` acts as any actor does; the update passes the embeddings it has already computed.
 """

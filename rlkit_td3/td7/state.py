@@ -1,9 +1,9 @@
 """TD7's own training state, as components of the state protocol (``state_dict`` / ``check_state`` /
 ``load_state_dict``; see the Architecture page), saved with a model's training state under their names.
 
-- `ValueBounds` (``value_bounds``): the clipped value targets' bounds (Fujimoto et al. 2023, section 5.1): the
+- `ValueBounds` (``value_bounds``): the clipped value targets' bounds (Fujimoto et al. 2023): the
   smallest and largest target seen since the last target refresh, and the bounds in use until the next.
-- `CheckpointSchedule` (``policy_checkpoints``): where the policy checkpoints stand (section 5.2): the episodes
+- `CheckpointSchedule` (``policy_checkpoints``): where the policy checkpoints stand: the episodes
   and steps since the current policy was last trained, its minimum return so far, the checkpoint's, and how many
   episodes a policy is held for.
 """
