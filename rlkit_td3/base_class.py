@@ -71,7 +71,9 @@ class BaseAlgorithm:
         device: torch.device | str = "auto",
         _init_setup_model: bool = True,
     ) -> None:
-        self.policy_class = get_policy_class(policy)
+        own_aliases = getattr(type(self), "policy_aliases", {})  # an algorithm's own meaning of "MlpPolicy" (TD7's)
+        self.policy_class = own_aliases[policy] if isinstance(policy, str) and policy in own_aliases else None
+        self.policy_class = self.policy_class or get_policy_class(policy)
         self.learning_rate = as_schedule(learning_rate, "learning_rate")
         if policy_kwargs is not None and not isinstance(policy_kwargs, dict):
             raise TypeError(f"policy_kwargs must be a dict, got {policy_kwargs!r}")
@@ -349,7 +351,7 @@ class BaseAlgorithm:
             batch = obs.reshape(-1, *obs_shape)
         if self.policy.actor.training:  # batch norm and dropout act in evaluation mode, as in SB3
             self.policy.set_training_mode(False)
-        actions = self.policy.actor_numpy(batch)
+        actions = self.policy.evaluation_actor_numpy(batch) if deterministic else self.policy.actor_numpy(batch)
         if not deterministic and self.action_noise is not None:
             actions = np.clip(
                 actions + draw_noise(self.action_noise, len(actions), self.action_space), -1.0, 1.0, dtype=np.float32

@@ -247,11 +247,11 @@ def _add_tune_parser(sub: Any) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="rlkit-td3", description="Train, evaluate and compare TD3 / DDPG runs.")
+    parser = argparse.ArgumentParser(prog="rlkit-td3", description="Train, evaluate and compare TD3 / DDPG / TD7 runs.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     t = sub.add_parser("train", help="train one run into a run directory")
-    t.add_argument("--algo", required=True, help="td3 or ddpg")
+    t.add_argument("--algo", required=True, help="td3, ddpg or td7")
     t.add_argument("--env", required=True, help="a gymnasium id, e.g. HalfCheetahBulletEnv-v0")
     _add_run_options(t)
     t.add_argument("--seed", type=int, default=0)

@@ -275,6 +275,12 @@ class PrioritizedReplayBuffer(NStepReplayBuffer):
         self.tree.update(indices, priorities)
         self.max_priority = max(self.max_priority, float(priorities.max()))
 
+    def reset_max_priority(self) -> None:
+        """Set the priority new transitions get (the largest seen so far) to the largest priority now stored, as
+        TD7 does at each target refresh (Fujimoto et al. 2023); nothing happens while the buffer is empty."""
+        if self.size() > 0:
+            self.max_priority = float(self.tree.leaves.max())
+
     def critic_loss(
         self, batch: PrioritizedReplayBufferSamples, current_q: torch.Tensor, target_q: torch.Tensor
     ) -> torch.Tensor:

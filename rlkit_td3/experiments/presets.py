@@ -25,13 +25,14 @@ from rlkit_td3.ddpg import DDPG
 from rlkit_td3.noise import NormalActionNoise, OrnsteinUhlenbeckActionNoise
 from rlkit_td3.schedules import LinearSchedule
 from rlkit_td3.td3 import TD3
+from rlkit_td3.td7 import TD7
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
 
-ALGORITHMS: dict[str, type] = {"td3": TD3, "ddpg": DDPG}
+ALGORITHMS: dict[str, type] = {"td3": TD3, "ddpg": DDPG, "td7": TD7}
 """The algorithms by the names the CLI and presets use."""
 
 _CONSTRUCTOR_KEYS = (
@@ -50,8 +51,16 @@ _CONSTRUCTOR_KEYS = (
     "n_steps",
     "warmup_action_noise",
 )
+_TD7_KEYS = (
+    "target_update_interval",
+    "use_checkpoints",
+    "max_eps_when_checkpointing",
+    "steps_before_checkpointing",
+    "reset_weight",
+)
+"""Constructor keys only TD7 takes."""
 _EXTRA_KEYS = ("n_timesteps", "net_arch", "noise_type", "noise_std", "replay_buffer", "critic_layer_norm")
-HYPERPARAMETERS: tuple[str, ...] = _CONSTRUCTOR_KEYS + _EXTRA_KEYS
+HYPERPARAMETERS: tuple[str, ...] = _CONSTRUCTOR_KEYS + _TD7_KEYS + _EXTRA_KEYS
 """Every key a preset or an override may set."""
 NOISE_TYPES = ("normal", "ornstein-uhlenbeck", "none")
 REPLAY_BUFFERS: dict[str, type[ReplayBuffer]] = {
@@ -70,6 +79,11 @@ _DEFAULTS_NOT_IN_SIGNATURE = {
     "replay_buffer": "uniform",
     "critic_layer_norm": False,
 }
+_ALGORITHM_DEFAULTS_NOT_IN_SIGNATURE = {
+    "td7": {"n_timesteps": 5_000_000, "net_arch": [256, 256], "replay_buffer": "lap"}
+}
+"""Where an algorithm's own defaults differ from `_DEFAULTS_NOT_IN_SIGNATURE` (TD7's networks and LAP, the
+authors' 5M steps)."""
 _SWITCHES = ("policy_delay", "target_policy_noise", "target_noise_clip")
 _DDPG_SWITCHES = {"policy_delay": 1, "target_policy_noise": 0.0, "target_noise_clip": 0.0}
 """DDPG's three switches are fixed by the class (it takes no such arguments)."""
@@ -97,7 +111,7 @@ def preset_names() -> list[str]:
 
 
 def algorithm_class(algo: str) -> type:
-    """``TD3`` or ``DDPG`` by name (case-insensitive).
+    """``TD3``, ``DDPG`` or ``TD7`` by name (case-insensitive).
 
     Raises:
         ConfigError: an unknown name, with close matches.
@@ -111,10 +125,10 @@ def algorithm_class(algo: str) -> type:
 def algorithm_defaults(algo: str) -> dict[str, Any]:
     """The values a run uses for every key no preset or override sets."""
     parameters = inspect.signature(algorithm_class(algo).__init__).parameters
-    values = {key: parameters[key].default for key in _CONSTRUCTOR_KEYS if key in parameters}
+    values = {key: parameters[key].default for key in _CONSTRUCTOR_KEYS + _TD7_KEYS if key in parameters}
     if algorithm_class(algo) is DDPG:
         values.update(_DDPG_SWITCHES)
-    return {**values, **_DEFAULTS_NOT_IN_SIGNATURE}
+    return {**values, **_DEFAULTS_NOT_IN_SIGNATURE, **_ALGORITHM_DEFAULTS_NOT_IN_SIGNATURE.get(str(algo).lower(), {})}
 
 
 MAX_PRESET_FILE_BYTES = 1 << 20
@@ -211,7 +225,7 @@ def resolve_config(
     """The hyperparameters of one run and where each comes from.
 
     Args:
-        algo: ``"td3"`` or ``"ddpg"``.
+        algo: ``"td3"``, ``"ddpg"`` or ``"td7"``.
         env_id: the gymnasium id (selects the preset's env table, if it has one).
         preset: a shipped preset name (``"zoo"``, ``"paper"``), a preset file (``"best.toml"``, see
             `load_preset_file`) or None.
@@ -241,6 +255,8 @@ def resolve_config(
         _check_key(key, "--hp")
         values[key] = value
         origins[key] = "override"
+    for key in set(values) - set(algorithm_defaults(algo)):  # e.g. TD7's target_update_interval for td3
+        raise ConfigError(f"{key!r} ({origins[key]}) is not a hyperparameter of {algo}")
     if algo == "ddpg":
         for key, fixed in _DDPG_SWITCHES.items():
             if values[key] != fixed:
@@ -307,7 +323,9 @@ def make_model(config: dict[str, Any], env: Any, seed: int | None = None, **kwar
     if hp["noise_type"] != "none":
         noise_cls = NormalActionNoise if hp["noise_type"] == "normal" else OrnsteinUhlenbeckActionNoise
         noise = noise_cls(np.zeros(dim), float(hp["noise_std"]) * np.ones(dim))
-    ctor = {key: hp[key] for key in _CONSTRUCTOR_KEYS if not (cls is DDPG and key in _SWITCHES)}
+    ctor = {
+        key: hp[key] for key in _CONSTRUCTOR_KEYS + _TD7_KEYS if key in hp and not (cls is DDPG and key in _SWITCHES)
+    }
     if isinstance(ctor["learning_rate"], str):
         ctor["learning_rate"] = LinearSchedule(float(ctor["learning_rate"][4:]), 0.0)
     if hp["replay_buffer"] != "uniform":

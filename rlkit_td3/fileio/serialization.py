@@ -6,7 +6,8 @@ A saved model is one zip archive:
     JSON: format name and version, library version, algorithm class, hyperparameters, the
     observation and action spaces, counters, policy class and kwargs, schedules and noise, and the
     versions of Python, torch, numpy and gymnasium that wrote it.
-``policy.pth``, ``actor_optimizer.pth``, ``critic_optimizer.pth``
+``policy.pth``, ``actor_optimizer.pth``, ``critic_optimizer.pth`` (and ``encoder_optimizer.pth`` for a policy with an
+encoder, TD7's)
     ``torch.save`` state dicts, read back with ``torch.load(weights_only=True)``.
 ``replay_buffer.npz`` (only with ``save(..., include_buffer=True)``)
     the filled part of the replay buffer and its sampler's state, as written by ``ReplayBuffer.save``
@@ -297,7 +298,7 @@ def write_model_zip(
                 archive.writestr(PICKLE_ENTRY, cloudpickle.dumps(pickled))
 
 
-_TENSOR_ENTRIES = {"policy", "actor_optimizer", "critic_optimizer", "training_state"}
+_TENSOR_ENTRIES = {"policy", "actor_optimizer", "critic_optimizer", "encoder_optimizer", "training_state"}
 _ALLOWED_ENTRIES = {METADATA_ENTRY, BUFFER_ENTRY, PICKLE_ENTRY} | {f"{name}.pth" for name in _TENSOR_ENTRIES}
 
 

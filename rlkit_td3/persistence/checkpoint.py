@@ -137,6 +137,7 @@ def save(
         "normalize_images",
         "critic_layer_norm",
         "normalize_obs",
+        *model.policy.json_kwargs,
     ):
         if key in policy_kwargs:
             policy_json[key] = policy_kwargs[key]
@@ -208,6 +209,8 @@ def save(
         if metadata["schedules"].pop(name, None) is not None:
             pickled.pop(name, None)
     metadata["pickled_keys"] = sorted(pickled)
+    if hasattr(model, "algorithm_settings"):  # an algorithm's own settings beyond the base's (TD7's)
+        metadata["algorithm_settings"] = model.algorithm_settings()
     # the components, each by its state protocol: the file stores what they return, in the entries named here
     metadata["training_state"], training_tensors = split_tensors(TrainingState(model).state_dict())
     tensors = {
@@ -308,8 +311,17 @@ def _fill_from_file(
             policy_kwargs[key] = custom.pop(key)
     for key in list(custom):
         ctor[key] = custom.pop(key)
+    own_settings = None
+    if hasattr(model, "set_algorithm_settings"):  # an algorithm's own settings (TD7's): the file's, then the caller's
+        own_settings = metadata.get("algorithm_settings")
+        if not isinstance(own_settings, dict):
+            raise ModelFileError(f"algorithm_settings must be a dict of {type(model).__name__}'s settings")
+        model.set_algorithm_settings(own_settings)
+        given_settings = {key: overrides.pop(key) for key in list(overrides) if key in own_settings}
     try:
         base.__init__(model, env=None, device=device, _init_setup_model=False, **{**ctor, **overrides})
+        if own_settings is not None and given_settings:
+            model.set_algorithm_settings({**own_settings, **given_settings})
     except (TypeError, ValueError) as exc:
         raise CallerArgumentError() from exc
     num_timesteps, n_updates, episode_num = check_counters(metadata["counters"])

@@ -23,11 +23,15 @@ from rlkit_td3.utils import get_device
 
 def _parameter_objects(model: Any) -> dict[str, torch.nn.Module | torch.optim.Optimizer]:
     """The objects behind ``get_parameters``' keys (Stable-Baselines3's names for TD3's)."""
-    return {
-        "policy": model.policy,
-        "actor.optimizer": model.policy.actor_optimizer,
-        "critic.optimizer": model.policy.critic_optimizer,
-    }
+    objects: dict[str, torch.nn.Module | torch.optim.Optimizer] = {"policy": model.policy}
+    for name in model.policy.optimizer_names:  # actor_optimizer -> "actor.optimizer"
+        objects[_sb3_name(name)] = getattr(model.policy, name)
+    return objects
+
+
+def _sb3_name(attribute: str) -> str:
+    """SB3's parameter name of a policy's optimizer attribute: ``actor_optimizer`` -> ``actor.optimizer``."""
+    return attribute[: -len("_optimizer")] + ".optimizer" if attribute.endswith("_optimizer") else attribute
 
 
 def get_parameters(model: Any) -> dict[str, dict[str, Any]]:
@@ -50,11 +54,7 @@ def set_parameters(
         target = get_device(device)
         params = {
             name: _tensors_to(tensors[key], target)
-            for name, key in (
-                ("policy", "policy"),
-                ("actor.optimizer", "actor_optimizer"),
-                ("critic.optimizer", "critic_optimizer"),
-            )
+            for name, key in (("policy", "policy"), *((_sb3_name(n), n) for n in model.policy.optimizer_names))
             if key in tensors
         }
     else:
@@ -70,7 +70,7 @@ def set_parameters(
         _check_names("keys", params["policy"], model.policy.state_dict(), exact_match, "the policy state dict")
         check_policy_state("policy", {**model.policy.state_dict(), **params["policy"]}, model.policy)
         checked["policy"] = params["policy"]
-    for name in ("actor.optimizer", "critic.optimizer"):
+    for name in (_sb3_name(n) for n in model.policy.optimizer_names):
         if name in params:
             checked[name] = copy.deepcopy(check_optimizer_state(name, params[name], objects[name]))  # type: ignore[arg-type]
     params = checked

@@ -240,6 +240,9 @@ class TrainingState:
             "action_noise": _NoiseState(model),
             "schedules": ScheduleStates(model),
         }
+        # an algorithm's own components (TD7's value bounds and policy checkpoints), required in its files
+        self.own: dict[str, Any] = model.training_state_parts() if hasattr(model, "training_state_parts") else {}
+        self.nested.update(self.own)
 
     def state_dict(self) -> dict[str, Any]:
         """Every part's state, in one flat dict of JSON values and tensors."""
@@ -269,8 +272,14 @@ class TrainingState:
             if hasattr(part, "check_state"):
                 part.check_state(sub)
         self.nested["action_noise"].check_state(state["action_noise"])
+        for name, part in self.own.items():
+            if name not in state:
+                raise ModelFileError(f"training_state lacks {name!r}")
+            part.check_state(state[name])
         for part, sub in flat[:-1]:  # the envs last
             part.load_state_dict(sub)
         self.nested["action_noise"].load_state_dict(state["action_noise"])
         self.nested["schedules"].load_state_dict(state.get("schedules"))
+        for name, part in self.own.items():
+            part.load_state_dict(state[name])
         flat[-1][0].load_state_dict(flat[-1][1])

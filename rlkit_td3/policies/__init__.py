@@ -10,6 +10,7 @@ from rlkit_td3.policies.td3_policy import (
     TD3Policy,
     parse_net_arch,
 )
+from rlkit_td3.policies.td7_policy import TD7Policy  # noqa: E402  (after TD3Policy, which it extends)
 
 MlpPolicy = TD3Policy
 
@@ -51,6 +52,7 @@ __all__ = [
     "MlpPolicy",
     "MultiInputPolicy",
     "TD3Policy",
+    "TD7Policy",
     "get_policy_class",
     "parse_net_arch",
     "register_policy",

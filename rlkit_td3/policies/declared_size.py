@@ -82,7 +82,7 @@ def network_sizes(metadata: dict[str, Any]) -> tuple[int, int, int]:
     return actor, critic, 2 * (len(pi) + len(qf) + 2)
 
 
-NETWORK_ENTRIES = ("policy.pth", "actor_optimizer.pth", "critic_optimizer.pth")
+NETWORK_ENTRIES = ("policy.pth", "actor_optimizer.pth", "critic_optimizer.pth", "encoder_optimizer.pth")
 """The entries that hold networks and their optimizers' states: all that ``set_parameters(path)`` reads."""
 
 
@@ -99,6 +99,7 @@ def _network_limits(metadata: dict[str, Any], policy_class: Any) -> dict[str, in
         "policy.pth": 2 * 8 * (actor + critic) + slack,
         "actor_optimizer.pth": 3 * 8 * actor + slack,
         "critic_optimizer.pth": 3 * 8 * critic + slack,
+        "encoder_optimizer.pth": slack,  # an MlpPolicy has no encoder (TD7's policy does)
     }
     return {name: min(limit, MAX_ENTRY_BYTES) for name, limit in limits.items()}
 

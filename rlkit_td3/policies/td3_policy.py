@@ -122,6 +122,12 @@ class TD3Policy(nn.Module):
             are not images). The statistics are saved with the model.
     """
 
+    optimizer_names: tuple[str, ...] = ("actor_optimizer", "critic_optimizer")
+    """The policy's optimizers, by attribute name: what `optimizer_state_dict()` returns and a model file stores."""
+    json_kwargs: tuple[str, ...] = ()
+    """Constructor arguments of a subclass, beyond `TD3Policy`'s, that `constructor_kwargs()` returns as JSON values
+    and a model file stores with the others."""
+
     default_features_extractor_class: type[BaseFeaturesExtractor] = FlattenExtractor
     """``features_extractor_class`` when none is given (`CnnPolicy` and `MultiInputPolicy` change it)."""
 
@@ -198,7 +204,29 @@ class TD3Policy(nn.Module):
             )
         self.obs_normalizer = ObsNormalizer(observation_space.shape) if self.normalize_obs else None
 
-        action_dim = int(np.prod(action_space.shape))
+        self._build_networks(pi_arch, qf_arch, activation_fn, n_critics)
+
+        low = torch.as_tensor(action_space.low, dtype=torch.float32).flatten()
+        high = torch.as_tensor(action_space.high, dtype=torch.float32).flatten()
+        self.register_buffer("action_low", low, persistent=False)
+        self.register_buffer("action_high", high, persistent=False)
+        with np.errstate(over="ignore"):
+            span = action_space.high - action_space.low
+        # Bounds so wide that ``high - low`` overflows the space's dtype (e.g. +-3e38 in float32) are scaled
+        # through the midpoint and half-width in float64, which cannot overflow; other bounds keep the plain
+        # formula (bit for bit what it always gave).
+        self._wide_bounds = not bool(np.all(np.isfinite(span)))
+        low64, high64 = action_space.low.astype(np.float64), action_space.high.astype(np.float64)
+        self._mid64, self._half64 = 0.5 * low64 + 0.5 * high64, 0.5 * high64 - 0.5 * low64
+
+        self._build_optimizers(actor_learning_rate, critic_learning_rate)
+
+    def _build_networks(
+        self, pi_arch: list[int], qf_arch: list[int], activation_fn: type[nn.Module], n_critics: int
+    ) -> None:
+        """Build ``actor``, ``critic`` and their targets (a subclass with other networks overrides this hook; the
+        constructor calls it after its checks, before the action bounds and the optimizers)."""
+        action_dim = int(np.prod(self.action_space.shape))
         # Built in this order (actor extractor, actor MLP, critic extractor, critic MLPs), each drawing its
         # initial weights from torch's global generator; the default flatten draws nothing.
         actor_extractor = self.make_features_extractor()
@@ -238,19 +266,8 @@ class TD3Policy(nn.Module):
             target.requires_grad_(False)
             target.train(False)  # as in SB3: batch norm or dropout in a target runs in evaluation mode
 
-        low = torch.as_tensor(action_space.low, dtype=torch.float32).flatten()
-        high = torch.as_tensor(action_space.high, dtype=torch.float32).flatten()
-        self.register_buffer("action_low", low, persistent=False)
-        self.register_buffer("action_high", high, persistent=False)
-        with np.errstate(over="ignore"):
-            span = action_space.high - action_space.low
-        # Bounds so wide that ``high - low`` overflows the space's dtype (e.g. +-3e38 in float32) are scaled
-        # through the midpoint and half-width in float64, which cannot overflow; other bounds keep the plain
-        # formula (bit for bit what it always gave).
-        self._wide_bounds = not bool(np.all(np.isfinite(span)))
-        low64, high64 = action_space.low.astype(np.float64), action_space.high.astype(np.float64)
-        self._mid64, self._half64 = 0.5 * low64 + 0.5 * high64, 0.5 * high64 - 0.5 * low64
-
+    def _build_optimizers(self, actor_learning_rate: float, critic_learning_rate: float) -> None:
+        """Build the optimizers named in `optimizer_names` (a subclass with more networks overrides this hook)."""
         self.actor_optimizer = self._make_optimizer(self.actor.parameters(), actor_learning_rate)
         self.critic_optimizer = self._make_optimizer(self.critic.parameters(), critic_learning_rate)
 
@@ -301,6 +318,11 @@ class TD3Policy(nn.Module):
         """Normalised actions for a batch of observations given as NumPy (a dict of arrays for a `Dict`
         space), returned as NumPy."""
         return self.actor(self.normalize_observations(self._as_tensor(obs))).cpu().numpy()
+
+    def evaluation_actor_numpy(self, obs: np.ndarray | dict[str, np.ndarray]) -> np.ndarray:
+        """The normalised actions ``predict(deterministic=True)`` takes: the actor's (`actor_numpy`); a policy that
+        keeps a separate policy for evaluation (TD7's checkpoint) overrides it."""
+        return self.actor_numpy(obs)
 
     def normalize_observations(self, obs: Any) -> Any:
         """``obs`` as the networks see it: normalised with ``normalize_obs``, else unchanged."""
@@ -516,7 +538,7 @@ class TD3Policy(nn.Module):
 
     def optimizer_state_dict(self) -> dict[str, dict[str, Any]]:
         """The optimizers' state dicts, by attribute name (``actor_optimizer``, ``critic_optimizer``)."""
-        return {name: getattr(self, name).state_dict() for name in OPTIMIZER_NAMES}
+        return {name: getattr(self, name).state_dict() for name in self.optimizer_names}
 
     def load_optimizer_state_dict(self, states: Any, entry: str = "{name}") -> None:
         """Restore what `optimizer_state_dict()` returned, each checked against its optimizer first
@@ -526,12 +548,12 @@ class TD3Policy(nn.Module):
             ModelFileError: (a ``ValueError``) naming the optimizer (``entry`` formatted with it) and what is wrong;
                 nothing was changed.
         """
-        if not isinstance(states, dict) or not set(OPTIMIZER_NAMES) <= set(states):
+        names = self.optimizer_names
+        if not isinstance(states, dict) or not set(names) <= set(states):
             got = sorted(map(str, states)) if isinstance(states, dict) else type(states).__name__
-            raise ModelFileError(f"the optimizer states must hold {list(OPTIMIZER_NAMES)}, got {got}")
+            raise ModelFileError(f"the optimizer states must hold {list(names)}, got {got}")
         checked = {
-            name: check_optimizer_state(entry.format(name=name), states[name], getattr(self, name))
-            for name in OPTIMIZER_NAMES
+            name: check_optimizer_state(entry.format(name=name), states[name], getattr(self, name)) for name in names
         }
         for name, state in checked.items():
             getattr(self, name).load_state_dict(state)
@@ -632,5 +654,5 @@ class MultiInputPolicy(TD3Policy):
 
 POLICY_ALIASES.update(MlpPolicy=TD3Policy, CnnPolicy=CnnPolicy, MultiInputPolicy=MultiInputPolicy)
 
-OPTIMIZER_NAMES = ("actor_optimizer", "critic_optimizer")
+OPTIMIZER_NAMES = TD3Policy.optimizer_names
 """The policy's optimizers, by attribute name (`TD3Policy.optimizer_state_dict()`)."""

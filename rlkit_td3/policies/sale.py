@@ -1,0 +1,181 @@
+"""SALE: state-action representation learning (Fujimoto et al. 2023, "For SALE", NeurIPS).
+
+Two encoders learn embeddings of states and state-action pairs:
+
+* the state encoder ``f``: ``z_s = AvgL1Norm(f(s))``;
+* the state-action encoder ``g``: ``z_sa = g(z_s, a)``,
+
+trained together so that ``z_sa`` predicts the next state's embedding: the loss is
+``(g(f(s), a) - |f(s')|_x)^2`` with the target ``z_s'`` computed without gradient.
+``AvgL1Norm(x) = x / mean(|x|)`` keeps the embeddings' scale fixed.
+
+The networks that read the embeddings (`SALEActor`, `SALECritic`) take, besides them, their own AvgL1Norm-ed linear
+embedding of the raw input: ``pi(s, z_s)`` and ``Q(s, a, z_sa, z_s)``. Each is linked to the
+encoder whose embeddings it reads when called with the observations alone (`SALEActor.link`), so that
+``actor(obs)`` acts as any actor does; the update passes the embeddings it has already computed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+
+from rlkit_td3.policies.networks import _mlp
+
+
+def avg_l1_norm(x: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
+    """``x`` divided by the mean of its absolute values over the last dimension (at least ``eps``): AvgL1Norm."""
+    return x / x.abs().mean(dim=-1, keepdim=True).clamp(min=eps)
+
+
+def _flat(obs: torch.Tensor) -> torch.Tensor:
+    return obs.reshape(obs.shape[0], -1)
+
+
+class SALEEncoder(nn.Module):
+    """The SALE encoders: ``zs(obs)`` (state embedding, AvgL1Norm-ed) and ``zsa(zs, actions)``.
+
+    Args:
+        obs_dim: flattened observation size.
+        action_dim: flattened action size.
+        embedding_dim: size of ``z_s`` and ``z_sa`` (the paper's 256).
+        net_arch: hidden sizes of both encoders (the paper's ``[256, 256]``).
+        activation_fn: activation class between hidden layers (the paper's ELU).
+    """
+
+    def __init__(
+        self,
+        obs_dim: int,
+        action_dim: int,
+        embedding_dim: int = 256,
+        net_arch: Sequence[int] = (256, 256),
+        activation_fn: type[nn.Module] = nn.ELU,
+    ) -> None:
+        super().__init__()
+        self.embedding_dim = int(embedding_dim)
+        self.state_encoder = nn.Sequential(*_mlp(obs_dim, list(net_arch), embedding_dim, activation_fn))
+        self.state_action_encoder = nn.Sequential(
+            *_mlp(embedding_dim + action_dim, list(net_arch), embedding_dim, activation_fn)
+        )
+
+    def zs(self, obs: torch.Tensor) -> torch.Tensor:
+        """The state embedding ``z_s = AvgL1Norm(f(s))``."""
+        return avg_l1_norm(self.state_encoder(_flat(obs)))
+
+    def zsa(self, zs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        """The state-action embedding ``z_sa = g(z_s, a)`` (not normalised: it is trained to predict ``z_s'``)."""
+        return self.state_action_encoder(torch.cat([zs, actions], dim=1))
+
+    def loss(self, obs: torch.Tensor, actions: torch.Tensor, next_obs: torch.Tensor) -> torch.Tensor:
+        """The encoders' loss: the mean squared error of ``g(f(s), a)`` against ``z_s'`` (without gradient)."""
+        with torch.no_grad():
+            next_zs = self.zs(next_obs)
+        return (self.zsa(self.zs(obs), actions) - next_zs).pow(2).mean()
+
+
+class _Linked(nn.Module):
+    """A network that reads the embeddings of a `SALEEncoder` it does not own (set by `link`)."""
+
+    def link(self, encoder: SALEEncoder) -> None:
+        """Read embeddings from ``encoder`` when called without them (not a submodule: the policy owns it)."""
+        object.__setattr__(self, "encoder", encoder)
+
+    def _encoder(self) -> SALEEncoder:
+        encoder = self.__dict__.get("encoder")
+        if encoder is None:
+            raise RuntimeError(f"this {type(self).__name__} is linked to no SALEEncoder: call link(encoder) first")
+        return encoder
+
+
+class SALEActor(_Linked):
+    """The actor ``pi(s, z_s)``: ``AvgL1Norm(W s)`` joined to ``z_s``, an MLP, ``tanh`` (normalised actions).
+
+    Args:
+        obs_dim: flattened observation size.
+        action_dim: flattened action size.
+        embedding_dim: size of ``z_s``.
+        net_arch: hidden sizes; the raw observation's embedding has ``net_arch[0]`` units.
+        activation_fn: activation class between hidden layers (the paper's ReLU).
+    """
+
+    def __init__(
+        self,
+        obs_dim: int,
+        action_dim: int,
+        embedding_dim: int,
+        net_arch: Sequence[int] = (256, 256),
+        activation_fn: type[nn.Module] = nn.ReLU,
+    ) -> None:
+        super().__init__()
+        self.obs_embedding = nn.Linear(obs_dim, net_arch[0])
+        self.mu = nn.Sequential(
+            *_mlp(embedding_dim + net_arch[0], list(net_arch), action_dim, activation_fn), nn.Tanh()
+        )
+
+    def forward(self, obs: torch.Tensor, zs: torch.Tensor | None = None) -> torch.Tensor:
+        """Normalised actions; ``zs`` defaults to the linked encoder's embedding of ``obs``."""
+        if zs is None:
+            zs = self._encoder().zs(obs)
+        return self.mu(torch.cat([avg_l1_norm(self.obs_embedding(_flat(obs))), zs], dim=1))
+
+
+class _SALEQ(nn.Module):
+    def __init__(self, in_dim: int, embedding_dim: int, net_arch: Sequence[int], activation_fn: type[nn.Module]):
+        super().__init__()
+        self.sa_embedding = nn.Linear(in_dim, net_arch[0])
+        self.q = nn.Sequential(*_mlp(2 * embedding_dim + net_arch[0], list(net_arch), 1, activation_fn))
+
+    def forward(self, sa: torch.Tensor, embeddings: torch.Tensor) -> torch.Tensor:
+        return self.q(torch.cat([avg_l1_norm(self.sa_embedding(sa)), embeddings], dim=1)).squeeze(-1)
+
+
+class SALECritic(_Linked):
+    """``n_critics`` Q-networks ``Q(s, a, z_sa, z_s)``: ``AvgL1Norm(W [s, a])`` joined to ``[z_sa, z_s]``, an MLP.
+
+    Returns ``(n_critics, batch)`` values, as `rlkit_td3.policies.CriticEnsemble` does.
+
+    Args:
+        obs_dim: flattened observation size.
+        action_dim: flattened action size.
+        embedding_dim: size of ``z_s`` and ``z_sa``.
+        net_arch: hidden sizes; the raw input's embedding has ``net_arch[0]`` units.
+        activation_fn: activation class between hidden layers (the paper's ELU).
+        n_critics: number of Q-networks (the paper's 2).
+    """
+
+    def __init__(
+        self,
+        obs_dim: int,
+        action_dim: int,
+        embedding_dim: int,
+        net_arch: Sequence[int] = (256, 256),
+        activation_fn: type[nn.Module] = nn.ELU,
+        n_critics: int = 2,
+    ) -> None:
+        super().__init__()
+        self.n_critics = int(n_critics)
+        self.q_networks = nn.ModuleList(
+            _SALEQ(obs_dim + action_dim, embedding_dim, net_arch, activation_fn) for _ in range(self.n_critics)
+        )
+
+    def forward(
+        self,
+        obs: torch.Tensor,
+        actions: torch.Tensor,
+        zs: torch.Tensor | None = None,
+        zsa: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """Q-values of shape ``(n_critics, batch)``; missing embeddings come from the linked encoder."""
+        if zs is None:
+            zs = self._encoder().zs(obs)
+        if zsa is None:
+            zsa = self._encoder().zsa(zs, actions)
+        sa = torch.cat([_flat(obs), actions], dim=1)
+        embeddings = torch.cat([zsa, zs], dim=1)
+        return torch.stack([q(sa, embeddings) for q in self.q_networks])
+
+    def q1_forward(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        """The first critic's values, shape ``(batch,)``."""
+        return self.forward(obs, actions)[0]
