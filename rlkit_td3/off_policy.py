@@ -60,9 +60,7 @@ from rlkit_td3.vec_env.training_env import (
 
 DEFAULT_NOISE_SIGMA = 0.1
 """σ of the default Gaussian exploration noise, in normalised units (TD3 paper, sfujim/TD3, RL Zoo)."""
-
-# What the warm-up takes, by ``warmup_action_noise``: the words of the learning_starts docstring and of Tips
-WARMUP_ACTIONS = {
+WARMUP_ACTIONS = {  # what the warm-up takes, by ``warmup_action_noise``: the words of learning_starts' doc and Tips
     True: "uniform random actions plus the exploration noise, clipped (Stable-Baselines3's warm-up)",
     False: "uniform random actions only (the TD3 paper's warm-up)",
 }
