@@ -1,0 +1,209 @@
+"""Every learning test under every float path: a table of case x path (median score, threshold, pass).
+
+The cases are the tests' own (``tests/learning_cases.py``: model, budget, score, threshold, seeds), so the table
+and the tests cannot drift. The paths (`learning_cases.PATHS`) are the ones this library can take on one machine:
+the fused update with the reference (MKL) products and with oneDNN's, the autograd update, torch threads 1 and 2,
+and the defaults (``fused_update_matmul="auto"``, ``torch_num_threads="auto"``, resolved on this machine and its
+load at that moment; the caller's count is the CPU count, as in a fresh process). Each cell trains every seed of the
+case and passes when the median score reaches the threshold, as the test asserts.
+
+``--dedupe`` skips a cell whose floats are those of a cell already run for that case, measured: seed 0 of the case
+trains ``PREFIX_UPDATES`` updates under each path and a path whose parameters then equal, bit for bit, those of a
+path already run shares that cell (the table says which). Training amplifies any last-bit difference, so equal
+parameters after that many updates of the same batches mean the same products in the same order: a case the fused
+update does not cover (``MultiInputPolicy``, ``CnnPolicy``) trains through autograd whatever the products setting,
+the fused update with the reference products is the autograd update bit for bit, and ``"mixed"`` at one thread is
+``"onednn"``; whether a second thread changes the floats depends on the sizes, and the prefix shows it.
+
+Usage (CPU heavy: one process; each path sets its own training threads)::
+
+    OMP_NUM_THREADS=1 python benchmarks/learning_paths.py [--cases a,b] [--paths p,q] [--dedupe]
+        [--prefix-only] [--jsonl FILE] [--table-from FILE ...] [--out FILE.md]
+
+``--jsonl`` appends each cell as a JSON line as it finishes; ``--prefix-only`` computes only the prefix digests
+(``--dedupe``'s test) and appends them; ``--table-from`` renders the table from such files (several runs, e.g. one
+per case in parallel processes) without training.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import hashlib
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+import learning_cases as lc  # noqa: E402
+
+from rlkit_td3.matmul_choice import resolve_matmul  # noqa: E402
+
+FRESH_THREADS = os.cpu_count() or 1
+"""The caller's torch thread count for the ``default`` path (torch's default in a fresh process is the core count;
+``"auto"`` never trains at more)."""
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.partition(":")[2].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+PREFIX_UPDATES = 200
+"""Updates of the prefix that tells whether two paths compute the same floats (``--dedupe``)."""
+
+
+def prefix_digest(case: lc.LearningCase, path_name: str) -> str:
+    """Hash of seed 0's parameters after the case's warm-up and `PREFIX_UPDATES` updates under ``path_name``, with
+    the float path it took."""
+    path = lc.PATHS[path_name]
+    torch.set_num_threads(FRESH_THREADS if path_name == "default" else 1)
+    model = case.build(case.seeds[0])
+    path.apply(model)
+    model.learn(model.learning_starts + PREFIX_UPDATES)
+    torch.set_num_threads(1)
+    digest = hashlib.sha256()
+    for tensor in model.policy.state_dict().values():
+        digest.update(tensor.detach().cpu().numpy().tobytes())
+    return f"{lc.effective_path(model)}:{digest.hexdigest()[:16]}"
+
+
+def run(cases: list[str], paths: list[str], dedupe: bool, jsonl: Path | None) -> list[dict]:
+    rows = []
+    for name in cases:
+        case = lc.CASES[name]
+        seen: dict[str, str] = {}  # prefix digest -> the path whose cell ran
+        for path_name in paths:
+            path = lc.PATHS[path_name]
+            row: dict = {"case": name, "path": path_name, "threshold": case.threshold, "at_most": case.at_most}
+            key = prefix_digest(case, path_name) if dedupe else None
+            if key is not None and key in seen:
+                row.update(same_as=seen[key], key=key)
+                print(f"{name} / {path_name}: same floats as {seen[key]} (prefix {key})", flush=True)
+            else:
+                torch.set_num_threads(FRESH_THREADS if path_name == "default" else 1)
+                start = time.perf_counter()
+                result = lc.run_case(case, path)
+                torch.set_num_threads(1)
+                row.update(
+                    scores=result.scores,
+                    median=result.median,
+                    passed=result.passed,
+                    effective=result.paths,
+                    seconds=round(time.perf_counter() - start, 1),
+                    key=key,
+                )
+                if key is not None:
+                    seen[key] = path_name
+                print(f"{name} / {path_name}: {result.describe()} via {result.paths} ({row['seconds']} s)", flush=True)
+            rows.append(row)
+            if jsonl is not None:
+                with jsonl.open("a") as f:
+                    f.write(json.dumps(row) + "\n")
+    return rows
+
+
+def table(rows: list[dict]) -> str:
+    """Markdown: one row per case, one column per path. A cell not trained whose prefix digest equals that of a
+    trained cell of the same case shows that cell's result (``= path``)."""
+    cases = [c for c in lc.CASES if any(r["case"] == c for r in rows)]
+    paths = [p for p in lc.PATHS if any(r["path"] == p for r in rows)]
+    trained = {(r["case"], r["path"]): r for r in rows if "scores" in r}
+    digest = {(r["case"], r["path"]): r["key"] for r in rows if r.get("key")}
+    lines = [
+        "| case | threshold | " + " | ".join(paths) + " |",
+        "| --- | --- | " + " | ".join("---" for _ in paths) + " |",
+    ]
+    details = []
+    for name in cases:
+        first = next(r for r in rows if r["case"] == name)
+        sign = "<=" if first["at_most"] else ">="
+        cells = []
+        for p in paths:
+            ran, same = trained.get((name, p)), ""
+            if ran is None and (name, p) in digest:
+                twin = next(
+                    (q for q in paths if (name, q) in trained and digest.get((name, q)) == digest[(name, p)]), None
+                )
+                if twin is not None:
+                    ran, same = trained[(name, twin)], f" (= {twin})"
+                    details.append(f"| {name} | {p} | same floats as {twin} (prefix {digest[(name, p)]}) | - |")
+            if ran is None:
+                cells.append("not run")
+                continue
+            if not same:
+                taken = ", ".join(ran["effective"])
+                details.append(f"| {name} | {p} | {taken} (prefix {digest.get((name, p), '-')}) | {ran['seconds']} |")
+            scores = ", ".join(f"{v:.3g}" for v in ran["scores"])
+            verdict = "PASS" if ran["passed"] else "FAIL"
+            cells.append(f"{verdict} {ran['median']:.3g} [{scores}]{same}")
+        lines.append(f"| {name} | {sign} {first['threshold']:g} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "Each cell: PASS/FAIL, the median over the case's seeds, [each seed's score, in seed order].",
+        "",
+        "| case | path | float path each seed took (prefix digest of seed 0) | seconds |",
+        "| --- | --- | --- | --- |",
+        *details,
+    ]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cases", default=",".join(lc.CASES), help="comma-separated case names")
+    parser.add_argument("--paths", default=",".join(lc.PATHS), help="comma-separated path names")
+    parser.add_argument("--dedupe", action="store_true", help="skip a cell whose floats already ran")
+    parser.add_argument("--prefix-only", action="store_true", help="only the prefix digests (for --table-from)")
+    parser.add_argument("--jsonl", type=Path, help="append each cell to this file as it finishes")
+    parser.add_argument("--table-from", type=Path, nargs="+", help="render the table from --jsonl files only")
+    parser.add_argument("--out", type=Path, help="also write the table (markdown) here")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    if args.table_from:
+        rows = [json.loads(line) for f in args.table_from for line in f.read_text().splitlines() if line.strip()]
+    else:
+        for name in args.cases.split(","):
+            if name not in lc.CASES:
+                parser.error(f"--cases: unknown case {name!r}; known: {', '.join(lc.CASES)}")
+        for name in args.paths.split(","):
+            if name not in lc.PATHS:
+                parser.error(f"--paths: unknown path {name!r}; known: {', '.join(lc.PATHS)}")
+        if args.prefix_only:
+            rows = []
+            for name in args.cases.split(","):
+                case = lc.CASES[name]
+                for path_name in args.paths.split(","):
+                    row = {"case": name, "path": path_name, "threshold": case.threshold, "at_most": case.at_most}
+                    row["key"] = prefix_digest(case, path_name)
+                    print(f"{name} / {path_name}: prefix {row['key']}", flush=True)
+                    rows.append(row)
+                    if args.jsonl is not None:
+                        with args.jsonl.open("a") as f:
+                            f.write(json.dumps(row) + "\n")
+        else:
+            rows = run(args.cases.split(","), args.paths.split(","), args.dedupe, args.jsonl)
+    header = (
+        f"CPU: {cpu_model()} ({os.cpu_count()} CPUs, resolve_matmul('auto') = "
+        f"{resolve_matmul('auto', torch.float32)}); torch {torch.__version__}; "
+        f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC"
+    )
+    text = header + "\n\n" + table(rows) + "\n"
+    print(text)
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text)
+
+
+if __name__ == "__main__":
+    main()
