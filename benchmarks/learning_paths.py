@@ -18,7 +18,7 @@ the fused update with the reference products is the autograd update bit for bit,
 Usage (CPU heavy: one process; each path sets its own training threads)::
 
     OMP_NUM_THREADS=1 python benchmarks/learning_paths.py [--cases a,b] [--paths p,q] [--dedupe]
-        [--prefix-only] [--jsonl FILE] [--table-from FILE ...] [--out FILE.md]
+        [--prefix-only] [--seeds 0,1] [--jsonl FILE] [--table-from FILE ...] [--out FILE.md]
 
 ``--jsonl`` appends each cell as a JSON line as it finishes; ``--prefix-only`` computes only the prefix digests
 (``--dedupe``'s test) and appends them; ``--table-from`` renders the table from such files (several runs, e.g. one
@@ -28,11 +28,13 @@ per case in parallel processes) without training.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import hashlib
 import json
 import os
 import platform
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -78,24 +80,28 @@ def prefix_digest(case: lc.LearningCase, path_name: str) -> str:
     return f"{lc.effective_path(model)}:{digest.hexdigest()[:16]}"
 
 
-def run(cases: list[str], paths: list[str], dedupe: bool, jsonl: Path | None) -> list[dict]:
+def run(cases: list[str], paths: list[str], dedupe: bool, jsonl: Path | None, seeds: list[int] | None) -> list[dict]:
     rows = []
     for name in cases:
         case = lc.CASES[name]
-        seen: dict[str, str] = {}  # prefix digest -> the path whose cell ran
+        if seeds is not None:  # a part of the case's seeds (the table joins the parts)
+            case = dataclasses.replace(case, seeds=tuple(s for s in case.seeds if s in seeds))
+        seen: dict[str, str] = {}  # parameters' hash after the prefix -> the path whose cell ran
         for path_name in paths:
             path = lc.PATHS[path_name]
             row: dict = {"case": name, "path": path_name, "threshold": case.threshold, "at_most": case.at_most}
             key = prefix_digest(case, path_name) if dedupe else None
-            if key is not None and key in seen:
-                row.update(same_as=seen[key], key=key)
-                print(f"{name} / {path_name}: same floats as {seen[key]} (prefix {key})", flush=True)
+            params = key.rpartition(":")[2] if key is not None else None
+            if params is not None and params in seen:
+                row.update(same_as=seen[params], key=key)
+                print(f"{name} / {path_name}: same floats as {seen[params]} (prefix {key})", flush=True)
             else:
                 torch.set_num_threads(FRESH_THREADS if path_name == "default" else 1)
                 start = time.perf_counter()
                 result = lc.run_case(case, path)
                 torch.set_num_threads(1)
                 row.update(
+                    seeds=list(case.seeds),
                     scores=result.scores,
                     median=result.median,
                     passed=result.passed,
@@ -103,8 +109,8 @@ def run(cases: list[str], paths: list[str], dedupe: bool, jsonl: Path | None) ->
                     seconds=round(time.perf_counter() - start, 1),
                     key=key,
                 )
-                if key is not None:
-                    seen[key] = path_name
+                if params is not None:
+                    seen[params] = path_name
                 print(f"{name} / {path_name}: {result.describe()} via {result.paths} ({row['seconds']} s)", flush=True)
             rows.append(row)
             if jsonl is not None:
@@ -113,13 +119,41 @@ def run(cases: list[str], paths: list[str], dedupe: bool, jsonl: Path | None) ->
     return rows
 
 
+def _join_seeds(rows: list[dict]) -> dict[tuple[str, str], dict]:
+    """The trained cells, each with the scores of all its seeds (rows run with ``--seeds`` joined, seed order)."""
+    parts: dict[tuple[str, str], list[dict]] = {}
+    for r in rows:
+        if "scores" in r:
+            parts.setdefault((r["case"], r["path"]), []).append(r)
+    cells = {}
+    for (name, path), found in parts.items():
+        case = lc.CASES[name]
+        by_seed = {}
+        for r in found:
+            for seed, score, taken in zip(r.get("seeds", case.seeds), r["scores"], r["effective"]):
+                by_seed[seed] = (score, taken)
+        missing = [s for s in case.seeds if s not in by_seed]
+        scores = [by_seed[s][0] for s in case.seeds if s in by_seed]
+        median = float(statistics.median(scores))
+        cells[(name, path)] = {
+            "scores": scores,
+            "median": median,
+            "passed": case.passes(median) and not missing,
+            "missing": missing,
+            "effective": [by_seed[s][1] for s in case.seeds if s in by_seed],
+            "seconds": round(sum(r["seconds"] for r in found), 1),
+        }
+    return cells
+
+
 def table(rows: list[dict]) -> str:
     """Markdown: one row per case, one column per path. A cell not trained whose prefix digest equals that of a
     trained cell of the same case shows that cell's result (``= path``)."""
     cases = [c for c in lc.CASES if any(r["case"] == c for r in rows)]
     paths = [p for p in lc.PATHS if any(r["path"] == p for r in rows)]
-    trained = {(r["case"], r["path"]): r for r in rows if "scores" in r}
+    trained = _join_seeds(rows)
     digest = {(r["case"], r["path"]): r["key"] for r in rows if r.get("key")}
+    params = {cell: key.rpartition(":")[2] for cell, key in digest.items()}  # the parameters' hash alone
     lines = [
         "| case | threshold | " + " | ".join(paths) + " |",
         "| --- | --- | " + " | ".join("---" for _ in paths) + " |",
@@ -133,7 +167,7 @@ def table(rows: list[dict]) -> str:
             ran, same = trained.get((name, p)), ""
             if ran is None and (name, p) in digest:
                 twin = next(
-                    (q for q in paths if (name, q) in trained and digest.get((name, q)) == digest[(name, p)]), None
+                    (q for q in paths if (name, q) in trained and params.get((name, q)) == params[(name, p)]), None
                 )
                 if twin is not None:
                     ran, same = trained[(name, twin)], f" (= {twin})"
@@ -146,6 +180,8 @@ def table(rows: list[dict]) -> str:
                 details.append(f"| {name} | {p} | {taken} (prefix {digest.get((name, p), '-')}) | {ran['seconds']} |")
             scores = ", ".join(f"{v:.3g}" for v in ran["scores"])
             verdict = "PASS" if ran["passed"] else "FAIL"
+            if ran["missing"]:
+                verdict = f"PARTIAL (seeds {ran['missing']} not run)"
             cells.append(f"{verdict} {ran['median']:.3g} [{scores}]{same}")
         lines.append(f"| {name} | {sign} {first['threshold']:g} | " + " | ".join(cells) + " |")
     lines += [
@@ -165,6 +201,7 @@ def main() -> None:
     parser.add_argument("--paths", default=",".join(lc.PATHS), help="comma-separated path names")
     parser.add_argument("--dedupe", action="store_true", help="skip a cell whose floats already ran")
     parser.add_argument("--prefix-only", action="store_true", help="only the prefix digests (for --table-from)")
+    parser.add_argument("--seeds", help="only these of each case's seeds, comma-separated (the table joins parts)")
     parser.add_argument("--jsonl", type=Path, help="append each cell to this file as it finishes")
     parser.add_argument("--table-from", type=Path, nargs="+", help="render the table from --jsonl files only")
     parser.add_argument("--out", type=Path, help="also write the table (markdown) here")
@@ -192,7 +229,8 @@ def main() -> None:
                         with args.jsonl.open("a") as f:
                             f.write(json.dumps(row) + "\n")
         else:
-            rows = run(args.cases.split(","), args.paths.split(","), args.dedupe, args.jsonl)
+            seeds = [int(v) for v in args.seeds.split(",")] if args.seeds else None
+            rows = run(args.cases.split(","), args.paths.split(","), args.dedupe, args.jsonl, seeds)
     header = (
         f"CPU: {cpu_model()} ({os.cpu_count()} CPUs, resolve_matmul('auto') = "
         f"{resolve_matmul('auto', torch.float32)}); torch {torch.__version__}; "

@@ -355,7 +355,10 @@ def _train_panda(model: Any) -> float:
     return panda_success_rate(model)
 
 
-PANDA_REACH = LearningCase("panda_reach_her", _build_panda, _train_panda, PANDA_THRESHOLD)
+PANDA_REACH = LearningCase("panda_reach_her", _build_panda, _train_panda, PANDA_THRESHOLD, seeds=(0,))
+"""One seed still (seed 0 reaches 1.0 at 4,000 steps on an AMD EPYC; seeds 1 and 2 need 12,000:
+``benchmarks/results/her_panda_reach.json``): three seeds within a budget their median passes would cost about
+seven times this test's time, and a cheaper configuration is not measured yet."""
 
 
 # A point mass reaching a target seen only in pixels, CnnPolicy (tests/test_cnn_policy.py) ---------------------
@@ -432,7 +435,9 @@ def _train_pixels(model: Any) -> float:
     return pixel_returns(lambda obs: model.predict(obs, deterministic=True)[0])
 
 
-PIXEL_REACH = LearningCase("pixel_reach_cnn", _build_pixels, _train_pixels, PIXEL_THRESHOLD)
+PIXEL_REACH = LearningCase("pixel_reach_cnn", _build_pixels, _train_pixels, PIXEL_THRESHOLD, seeds=(0,))
+"""One seed still: three seeds of 8,000 CnnPolicy steps would triple the suite's slowest learning test, and a
+cheaper configuration is not measured yet."""
 
 
 CASES: dict[str, LearningCase] = {
