@@ -1,10 +1,11 @@
 """Learning tests: TD3 and DDPG solve Pendulum-v1 (median deterministic return over three seeds >= the threshold).
 
 The cases (`learning_cases.PENDULUM_TD3`, `learning_cases.PENDULUM_DDPG`: settings, budget, threshold, seeds) are
-shared with ``benchmarks/learning_paths.py``, which runs them under every float path; the measured margins are in
-``benchmarks/results/learning_paths/``. TD3 runs here under the fused update's reference products, oneDNN's products
-(the default on AMD Zen 5) and ``"mixed"`` at two threads (the default on earlier AMD CPUs at two threads), on any
-CPU, so that every product mode learns in the suite wherever it runs.
+shared with ``benchmarks/learning_paths.py``, which runs them under every float path (``"mixed"`` at two threads
+included: a two-thread run beside ``make test``'s other workers is the oversubscription cliff, so it is measured
+there, not here); the measured margins are in ``benchmarks/results/learning_paths/``. TD3 runs here under the fused
+update's reference products and oneDNN's (the default on AMD CPUs at one thread), on any CPU, so that both product
+modes learn in the suite wherever it runs.
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from learning_cases import PATHS, PENDULUM_DDPG, PENDULUM_TD3, run_case
 
 @pytest.mark.parametrize(
     ("case", "path"),
-    [(PENDULUM_TD3, "reference"), (PENDULUM_DDPG, "reference"), (PENDULUM_TD3, "onednn"), (PENDULUM_TD3, "mixed-2t")],
-    ids=["td3", "ddpg", "td3-onednn", "td3-mixed-2threads"],
+    [(PENDULUM_TD3, "reference"), (PENDULUM_DDPG, "reference"), (PENDULUM_TD3, "onednn")],
+    ids=["td3", "ddpg", "td3-onednn"],
 )
 def test_pendulum_learns(case, path):
     result = run_case(case, PATHS[path])
