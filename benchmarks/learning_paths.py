@@ -52,13 +52,15 @@ FRESH_THREADS = os.cpu_count() or 1
 
 
 def cpu_model() -> str:
+    """``/proc/cpuinfo``'s model name, vendor, family and model (the processor name elsewhere)."""
     try:
+        info: dict[str, str] = {}
         for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.partition(":")[2].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
+            key, _, value = line.partition(":")
+            info.setdefault(key.strip(), value.strip())
+        return f"{info['model name']} ({info['vendor_id']}, family {info['cpu family']}, model {info['model']})"
+    except (OSError, KeyError):
+        return platform.processor() or "unknown"
 
 
 PREFIX_UPDATES = 200
@@ -152,7 +154,7 @@ def table(rows: list[dict]) -> str:
     cases = [c for c in lc.CASES if any(r["case"] == c for r in rows)]
     paths = [p for p in lc.PATHS if any(r["path"] == p for r in rows)]
     trained = _join_seeds(rows)
-    digest = {(r["case"], r["path"]): r["key"] for r in rows if r.get("key")}
+    digest = {(r["case"], r["path"]): r["key"] for r in rows if ":" in (r.get("key") or "")}
     params = {cell: key.rpartition(":")[2] for cell, key in digest.items()}  # the parameters' hash alone
     lines = [
         "| case | threshold | " + " | ".join(paths) + " |",
