@@ -180,11 +180,11 @@ def table(rows: list[dict]) -> str:
             if not same:
                 taken = ", ".join(ran["effective"])
                 details.append(f"| {name} | {p} | {taken} (prefix {digest.get((name, p), '-')}) | {ran['seconds']} |")
-            scores = ", ".join(f"{v:.3g}" for v in ran["scores"])
+            scores = ", ".join(f"{v:.4g}" for v in ran["scores"])
             verdict = "PASS" if ran["passed"] else "FAIL"
             if ran["missing"]:
                 verdict = f"PARTIAL (seeds {ran['missing']} not run)"
-            cells.append(f"{verdict} {ran['median']:.3g} [{scores}]{same}")
+            cells.append(f"{verdict} {ran['median']:.4g} [{scores}]{same}")
         lines.append(f"| {name} | {sign} {first.threshold:g} | " + " | ".join(cells) + " |")
     lines += [
         "",
