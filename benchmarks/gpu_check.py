@@ -2,10 +2,10 @@
 
 Three checks, printed as one report (and written to ``--out``):
 
-* **learning**: TD3 on Pendulum-v1 with the learning test's settings (``tests/test_learning.py``: [64, 64],
-  ``learning_starts=1000``, ``gamma=0.98``, seed 0) for 12,000 steps on the GPU, then ``evaluate_policy`` over 10
-  episodes; the test's threshold is -300. The update on a GPU is the autograd one (`OffPolicyAlgorithm._train_step`):
-  the fused update covers the CPU only.
+* **learning**: TD3 on Pendulum-v1 with the Pendulum learning case's settings (``tests/learning_cases.py``:
+  [64, 64], ``learning_starts=1000``, ``gamma=0.98``), seed 0, for 12,000 steps on the GPU, then
+  ``evaluate_policy`` over 10 episodes; threshold -300 (the one-seed test this check was written against). The
+  update on a GPU is the autograd one (`OffPolicyAlgorithm._train_step`): the fused update covers the CPU only.
 * **save / load**: the trained model saved, loaded onto the GPU and onto the CPU; the loaded actors' actions on 64
   observations equal the original's (to float32 rounding across devices).
 * **update speed**: ms per gradient step of ``model.train(gradient_steps=N, batch_size=256)`` at HalfCheetah's sizes
