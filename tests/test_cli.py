@@ -47,7 +47,7 @@ def test_train_then_eval(tmp_path, capsys):
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["train", "--algo", "td4", "--env", "Pendulum-v1"], "unknown algo 'td4'; did you mean 'td3'"),
+        (["train", "--algo", "td4", "--env", "Pendulum-v1"], "unknown algo 'td4'; did you mean 'td7' or 'td3'?"),
         (["train", "--algo", "td3", "--env", "Pendulm-v1"], "unknown env id 'Pendulm-v1'; did you mean 'Pendulum-v1'"),
         (["train", "--algo", "td3", "--env", "Pendulum-v1", "--preset", "zo"], "unknown preset 'zo'"),
         (["train", "--algo", "td3", "--env", "Pendulum-v1", "--hp", "gama=0.9"], "did you mean 'gamma'"),

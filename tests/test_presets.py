@@ -45,7 +45,7 @@ def test_resolution_order_and_origins():
 @pytest.mark.parametrize(
     ("call", "message"),
     [
-        (lambda: resolve_config("td4", "Pendulum-v1"), r"unknown algo 'td4'; did you mean 'td3'"),
+        (lambda: resolve_config("td4", "Pendulum-v1"), r"unknown algo 'td4'; did you mean 'td7' or 'td3'\?"),
         (lambda: resolve_config("td3", "Pendulum-v1", "zooo"), r"unknown preset 'zooo'; did you mean 'zoo'"),
         (lambda: resolve_config("td3", "Pendulum-v1", None, {"gama": 0.9}), r"'gama'.*did you mean 'gamma'"),
         (lambda: resolve_config("td3", "Pendulum-v1", None, {"noise_type": "pink"}), "noise_type must be"),

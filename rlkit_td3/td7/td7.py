@@ -75,9 +75,13 @@ class TD7(OffPolicyAlgorithm):
         ```python
         from rlkit_td3 import TD7
 
-        model = TD7("MlpPolicy", "Pendulum-v1", learning_starts=1_000, buffer_size=10_000)
+        model = TD7(
+            "MlpPolicy", "Pendulum-v1", learning_starts=1_000, buffer_size=10_000
+        )
         model.learn(2_000)
-        action, _ = model.predict(model.get_env().reset()[0])  # deterministic: the checkpoint policy
+        obs = model.get_env().reset()
+        # deterministic: the checkpoint policy acts
+        action, _ = model.predict(obs, deterministic=True)
         ```
     """
 
