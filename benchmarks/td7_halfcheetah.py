@@ -11,9 +11,10 @@ continues every unfinished run exactly where its last checkpoint stood. Seeds ar
 TD3, seed 1: ...), so a partial sweep is still a fair comparison.
 
 ``--summarize`` (also run at the end) writes sb3_compare's ``results.csv``, ``summary.md`` and ``curves.png``, and
-``td7_vs_td3.md``: each algorithm's IQM of the runs' scores (mean of the last 5 evaluations) with its 95 %
-stratified-bootstrap interval, the ratio of the IQMs, and the probability of improvement P(TD7 > TD3) (Agarwal et
-al. 2021) with its stratified-bootstrap interval.
+``td7_vs_td3.md``: how far each run got, then at the full budget and at the furthest step every run reached, each
+algorithm's IQM of the runs' scores (mean of the last 5 evaluations) with its 95 % stratified-bootstrap interval
+(with fewer than 5 runs: the range, labelled so), the ratio of the IQMs, and the probability of improvement
+P(TD7 > TD3) (Agarwal et al. 2021) with its interval at 5 runs or more (`rlkit_td3.experiments.stats`).
 
 Launch (1 torch thread per run, two processes at a time, in the background: about 3-4 core-hours per TD7 run)::
 
@@ -43,8 +44,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import sb3_compare  # noqa: E402  (the sweep machinery this script reuses)
 
 from rlkit_td3 import TD3, TD7  # noqa: E402
+from rlkit_td3.experiments import stats  # noqa: E402
 from rlkit_td3.experiments.presets import make_model, resolve_config  # noqa: E402
-from rlkit_td3.experiments.stats import iqm  # noqa: E402
 
 ENV_ID = "HalfCheetah-v4"
 LAST = 5
@@ -74,61 +75,79 @@ sb3_compare.make_model = _make  # run_one builds and resumes the runs through th
 sb3_compare._resume_point = _resume_point
 
 
-def _scores(out: Path) -> dict[str, np.ndarray]:
-    """Each algorithm's run scores: the mean of each finished run's last evaluations."""
-    scores: dict[str, list[float]] = {}
+def _runs(out: Path) -> dict[tuple[str, int], list[tuple[int, float]]]:
+    """Every run's evaluations so far: ``(algo, seed) -> [(timesteps, mean_return), ...]`` in step order."""
+    runs: dict[tuple[str, int], list[tuple[int, float]]] = {}
     for path in sorted((out / "runs").glob("rlkit_*.csv")):
-        if not path.with_suffix(".done").exists():
+        with path.open(newline="") as handle:
+            rows = list(csv.DictReader(handle))
+        if rows:
+            key = (rows[0]["algo"], int(rows[0]["seed"]))
+            runs[key] = sorted((int(r["timesteps"]), float(r["mean_return"])) for r in rows)
+    return runs
+
+
+def _scores_at(runs: dict[tuple[str, int], list[tuple[int, float]]], algo: str, step: int) -> np.ndarray:
+    """Each of ``algo``'s runs that reached ``step``: the mean of its last ``LAST`` evaluations up to it."""
+    scores = []
+    for (name, _seed), evals in sorted(runs.items()):
+        upto = [value for timesteps, value in evals if timesteps <= step]
+        if name == algo and evals[-1][0] >= step and len(upto) >= LAST:
+            scores.append(float(np.mean(upto[-LAST:])))
+    return np.asarray(scores)
+
+
+def _iqm_line(name: str, x: np.ndarray) -> str:
+    if len(x) >= stats.MIN_RUNS_FOR_INTERVAL:
+        low, high = stats.stratified_bootstrap_ci(x)
+        spread = f"[{low:.1f}, {high:.1f}] (95 % CI)"
+    else:
+        spread = f"{x.min():.1f} to {x.max():.1f} (range: fewer than {stats.MIN_RUNS_FOR_INTERVAL} runs)"
+    return f"| {name} | {len(x)} | {float(stats.iqm(x)):.1f} | {spread} | {', '.join(f'{v:.0f}' for v in x)} |"
+
+
+def td7_vs_td3(out: Path, steps: int = 300_000) -> str:
+    """``td7_vs_td3.md``: how far each run got; then, at ``steps`` and at the furthest step both algorithms
+    reached (the runs that reached it), each algorithm's IQM of run scores (an interval with 5 runs or more, else
+    the range), the ratio of the IQMs and the probability of improvement (with its interval at 5 runs or more):
+    the statistics of `rlkit_td3.experiments.stats`, rliable's definitions."""
+    runs = _runs(out)
+    lines = [f"# TD7 vs TD3 on {ENV_ID}", "", "## How far each run got", ""]
+    lines += ["| algo | seed | steps | last evaluation |", "|---|---|---|---|"]
+    for (algo, seed), evals in sorted(runs.items()):
+        lines.append(f"| {algo} | {seed} | {evals[-1][0]} | {evals[-1][1]:.1f} |")
+    furthest = {}  # each algorithm's furthest step; the runs compared at the nearer of the two are those that got there
+    for (algo, _seed), evals in runs.items():
+        furthest[algo] = max(furthest.get(algo, 0), evals[-1][0])
+    both = {"td7", "td3"} <= set(furthest)
+    checkpoints = sorted({steps, min(furthest["td7"], furthest["td3"])}) if both else []
+    for step in checkpoints:
+        td7, td3 = _scores_at(runs, "td7", step), _scores_at(runs, "td3", step)
+        if len(td7) == 0 or len(td3) == 0:
             continue
-        with open(path, newline="") as f:
-            rows = list(csv.DictReader(f))
-        algo = rows[0]["algo"]
-        scores.setdefault(algo, []).append(float(np.mean([float(r["mean_return"]) for r in rows[-LAST:]])))
-    return {algo: np.asarray(values) for algo, values in scores.items()}
-
-
-def probability_of_improvement(x: np.ndarray, y: np.ndarray) -> float:
-    """P(X > Y) over every pair of runs, ties counting one half (Agarwal et al. 2021)."""
-    diff = x[:, None] - y[None, :]
-    return float(np.mean((diff > 0) + 0.5 * (diff == 0)))
-
-
-def _bootstrap(stat, x: np.ndarray, y: np.ndarray | None, reps: int = 10_000, seed: int = 0) -> tuple[float, float]:
-    rng = np.random.default_rng(seed)
-    values = []
-    for _ in range(reps):
-        xs = x[rng.integers(0, len(x), len(x))]
-        values.append(stat(xs) if y is None else stat(xs, y[rng.integers(0, len(y), len(y))]))
-    low, high = np.percentile(values, [2.5, 97.5])
-    return float(low), float(high)
-
-
-def td7_vs_td3(out: Path) -> str:
-    """``td7_vs_td3.md``: IQMs with intervals, their ratio, and the probability of improvement."""
-    scores = _scores(out)
-    if not {"td7", "td3"} <= set(scores):
-        return "TD7 vs TD3: no finished runs of both yet"
-    td7, td3 = scores["td7"], scores["td3"]
-    lines = [
-        f"# TD7 vs TD3 on {ENV_ID}",
-        "",
-        f"Run score: mean of the last {LAST} evaluations (10 deterministic episodes each). 95 % stratified-bootstrap"
-        " intervals (runs resampled within each algorithm).",
-        "",
-        "| algo | runs | IQM | 95 % CI | run scores |",
-        "|---|---|---|---|---|",
-    ]
-    for name, x in (("td7", td7), ("td3", td3)):
-        low, high = _bootstrap(lambda s: float(iqm(s)), x, None)
-        lines.append(f"| {name} | {len(x)} | {float(iqm(x)):.1f} | [{low:.1f}, {high:.1f}] | "
-                     f"{', '.join(f'{v:.0f}' for v in x)} |")  # fmt: skip
-    ratio = float(iqm(td7)) / float(iqm(td3))
-    low, high = _bootstrap(lambda a, b: float(iqm(a)) / float(iqm(b)), td7, td3)
-    lines += ["", f"IQM ratio TD7 / TD3: {ratio:.2f} [{low:.2f}, {high:.2f}]"]
-    poi = probability_of_improvement(td7, td3)
-    low, high = _bootstrap(probability_of_improvement, td7, td3)
-    lines += [f"Probability of improvement P(TD7 > TD3): {poi:.2f} [{low:.2f}, {high:.2f}]", ""]
-    text = "\n".join(lines)
+        lines += [
+            "",
+            f"## At {step:,} steps",
+            "",
+            f"Run score: the mean of a run's last {LAST} evaluations up to {step:,} steps (10 deterministic episodes"
+            " each); only runs that reached it.",
+            "",
+            "| algo | runs | IQM | spread | run scores |",
+            "|---|---|---|---|---|",
+            _iqm_line("td7", td7),
+            _iqm_line("td3", td3),
+            "",
+            f"IQM ratio TD7 / TD3: {float(stats.iqm(td7)) / float(stats.iqm(td3)):.2f}",
+        ]
+        if min(len(td7), len(td3)) >= stats.MIN_RUNS_FOR_INTERVAL:
+            poi, low, high = stats.probability_of_improvement_ci(td7, td3)
+            lines.append(f"Probability of improvement P(TD7 > TD3): {poi:.2f} [{low:.2f}, {high:.2f}] (95 % CI)")
+        else:
+            poi = stats.probability_of_improvement(td7, td3)
+            lines.append(f"Probability of improvement P(TD7 > TD3): {poi:.2f} (no interval: fewer than 5 runs)")
+    if not checkpoints:
+        lines += ["", "No runs of both algorithms yet."]
+    text = "\n".join(lines) + "\n"
     (out / "td7_vs_td3.md").write_text(text)
     return text
 
@@ -154,7 +173,7 @@ def main() -> None:
                     args.out, "rlkit", algo, ENV_ID, seed, args.steps, args.eval_every, args.eval_episodes, True
                 )
     print(sb3_compare.summarize(args.out))
-    print(td7_vs_td3(args.out))
+    print(td7_vs_td3(args.out, args.steps))
 
 
 if __name__ == "__main__":
