@@ -89,6 +89,13 @@ class _Linked(nn.Module):
         """Read embeddings from ``encoder`` when called without them (not a submodule: the policy owns it)."""
         object.__setattr__(self, "encoder", encoder)
 
+    def save(self, path: Any) -> None:
+        """Refused: a SALE network reads an encoder it does not hold; save its policy or export it."""
+        raise TypeError(
+            f"a {type(self).__name__} reads a SALE encoder it does not hold, so it has no file of its own ({path!r}): "
+            "save its policy (policy.save(path)) or export the actor (policy.export(path))"
+        )
+
     def _encoder(self) -> SALEEncoder:
         encoder = self.__dict__.get("encoder")
         if encoder is None:
