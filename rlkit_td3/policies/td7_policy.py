@@ -22,6 +22,7 @@ from gymnasium import spaces
 from torch import nn
 
 from rlkit_td3.checks.arguments import check_bool
+from rlkit_td3.fileio.serialization import ModelFileError
 from rlkit_td3.policies.networks import parse_net_arch
 from rlkit_td3.policies.registry import POLICY_ALIASES
 from rlkit_td3.policies.sale import SALEActor, SALECritic, SALEEncoder, check_sale_saved_state
@@ -193,6 +194,12 @@ class TD7Policy(TD3Policy):
             "embedding_dim": policy_kwargs.get("embedding_dim", 256),
             "net_arch": policy_kwargs.get("encoder_net_arch", list(TD7_DEFAULT_NET_ARCH)),
         }
+        emb = sale["embedding_dim"]
+        if isinstance(emb, bool) or not isinstance(emb, int) or not 1 <= emb <= MAX_EMBEDDING_DIM:
+            raise ModelFileError(f"embedding_dim must be in [1, {MAX_EMBEDDING_DIM}], got {emb!r}")
+        arch = sale["net_arch"]
+        if not isinstance(arch, list) or not arch or any(type(n) is not int or n < 1 for n in arch):
+            raise ModelFileError(f"encoder_net_arch must be a non-empty list of positive ints, got {arch!r}")
         kwargs = {
             **policy_kwargs,
             "net_arch": policy_kwargs.get("net_arch", list(TD7_DEFAULT_NET_ARCH)),
