@@ -269,3 +269,17 @@ def test_td7_forged_policy_file_is_refused(td7_model, tmp_path):
     _rewrite(tmp_path / "p.zip", tmp_path / "c.zip", edit_state=lambda s: s.pop("checkpoint_actor.mu.0.weight"))
     with pytest.raises(ModelFileError, match="missing"):
         TD7Policy.load(tmp_path / "c.zip")
+
+
+def test_td7_onnx_export_acts_with_the_checkpoint(td7_model, tmp_path):
+    ort = pytest.importorskip("onnxruntime", reason="the export extra")
+    pytest.importorskip("onnxscript", reason="the export extra")
+    actions, _ = td7_model.predict(OBS, deterministic=True)
+    session = ort.InferenceSession(str(td7_model.policy.export(tmp_path / "a.onnx", format="onnx")))
+    np.testing.assert_allclose(session.run(None, {"observation": OBS})[0], actions, rtol=0, atol=1e-6)
+
+
+def test_a_sale_actor_has_no_file_of_its_own(td7_model, tmp_path):
+    with pytest.raises(TypeError, match=r"save its policy \(policy.save\(path\)\) or export"):
+        td7_model.policy.actor.save(tmp_path / "actor.zip")
+    assert not (tmp_path / "actor.zip").exists()
