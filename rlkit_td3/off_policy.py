@@ -646,7 +646,8 @@ class OffPolicyAlgorithm(BaseAlgorithm):
 
     # ------------------------------------------------------------------ the update
     def train(self, gradient_steps: int, batch_size: int | None = None) -> None:
-        """Run ``gradient_steps`` updates on batches sampled from the current replay buffer."""
+        """Run ``gradient_steps`` updates on batches sampled from the current replay buffer; after each, the policy's
+        ``train_representation(batch, n_updates)`` hook (SALE's encoders; nothing for the plain networks)."""
         gradient_steps = _check_int("gradient_steps", gradient_steps, 0)
         batch_size = self.batch_size if batch_size is None else _check_int("batch_size", batch_size, 1)
         self._update_learning_rate()
