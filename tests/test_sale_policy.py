@@ -53,6 +53,7 @@ def test_sale_networks_and_encoder_training(algo):
         id(p) for p in policy.encoder.parameters()
     }
     assert not any(p.requires_grad for p in policy.fixed_encoder.parameters())
+    assert model._fused_update_for(model.batch_size) is None  # the fused update covers plain MLPs: autograd here
     model.learn(130)  # 30 updates: the fixed encoders were refreshed at update 20
     assert model._n_updates == 30
     fixed, fixed_target, encoder = (
