@@ -178,8 +178,10 @@ def exportable_actor(
         clip_obs = own.clip_obs if clip_obs is None else clip_obs
         epsilon = own.epsilon if epsilon is None else epsilon
     space = policy.action_space
+    # the network predict(deterministic=True) acts with (TD7: the checkpoint), standalone
+    actor = policy.inference_actor() if hasattr(policy, "inference_actor") else policy.actor
     return ExportableActor(
-        policy.actor,
+        actor,
         space.low,
         space.high,
         tuple(policy.observation_space.shape),

@@ -36,10 +36,7 @@ from rlkit_td3.persistence import checkpoint, sb3_import  # noqa: F401  (they re
 from rlkit_td3.policies import POLICY_ALIASES, TD3Policy
 from rlkit_td3.policies.td3_policy import python_scalars
 from rlkit_td3.preprocessing import obs_copy, obs_rows, obs_set_row, obs_where
-from rlkit_td3.schedules import (
-    ScheduleLike,
-    as_schedule,
-)
+from rlkit_td3.schedules import ScheduleLike, as_schedule
 from rlkit_td3.update.fused_update import FusedUpdate, fused_reference
 from rlkit_td3.update.optim import MOMENT_FLUSH_EVERY, flush_tiny_moments, optimizer_step, zero_grad
 from rlkit_td3.utils import (
@@ -649,7 +646,8 @@ class OffPolicyAlgorithm(BaseAlgorithm):
 
     # ------------------------------------------------------------------ the update
     def train(self, gradient_steps: int, batch_size: int | None = None) -> None:
-        """Run ``gradient_steps`` updates on batches sampled from the current replay buffer."""
+        """Run ``gradient_steps`` updates on batches sampled from the current replay buffer; after each, the policy's
+        ``train_representation(batch, n_updates)`` hook (SALE's encoders; nothing for the plain networks)."""
         gradient_steps = _check_int("gradient_steps", gradient_steps, 0)
         batch_size = self.batch_size if batch_size is None else _check_int("batch_size", batch_size, 1)
         self._update_learning_rate()
@@ -666,9 +664,10 @@ class OffPolicyAlgorithm(BaseAlgorithm):
                 fused.step(batch, update_actor)  # the same update, bit for bit, without autograd
             else:
                 self._train_step(batch, update_actor=update_actor)
+            self.policy.train_representation(batch, self._n_updates)  # e.g. SALE's encoders; most policies: nothing
             if self._n_updates % MOMENT_FLUSH_EVERY == 0:
-                flush_tiny_moments(self.policy.critic_optimizer)
-                flush_tiny_moments(self.policy.actor_optimizer)
+                for name in self.policy.optimizer_names:
+                    flush_tiny_moments(getattr(self.policy, name))
         # One check per call (not per step): the running loss sums are finite only if every loss added to them was
         # (they were finite before this call, or the call before it raised).
         if not bool(torch.isfinite(self._critic_loss_sum + self._actor_loss_sum)):

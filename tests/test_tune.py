@@ -210,3 +210,31 @@ def test_preset_file_errors_name_the_file(tmp_path):
     config = resolve_config("td3", "Pendulum-v1", str(tmp_path / "env.toml"))
     assert config["hyperparameters"]["tau"] == 0.01 and config["hyperparameters"]["gamma"] == 0.98  # zoo's
     assert resolve_config("td3", "Hopper-v5", str(tmp_path / "env.toml"))["hyperparameters"]["tau"] == 0.005
+
+
+def test_td7_has_a_sourced_space_and_a_tiny_study_runs(tmp_path):
+    from rlkit_td3.experiments.search_space import SEARCH_SPACES, TD7_SPACE, build_space, to_hyperparameters
+
+    space = build_space("td7")
+    assert space.keys() == TD7_SPACE.keys() and SEARCH_SPACES["td7"] is TD7_SPACE
+    # the authors' values lie inside each range (TD7.py Hyperparameters)
+    centre = {"learning_rate": 3e-4, "batch_size": 256, "gamma": 0.99, "target_update_interval": 250}
+    centre |= {"noise_std": 0.1, "net_arch": [256, 256]}
+    lows = to_hyperparameters({n: s["choices"][0] if "choices" in s else s["low"] for n, s in space.items()})
+    highs = to_hyperparameters({n: s["choices"][-1] if "choices" in s else s["high"] for n, s in space.items()})
+    for key, value in centre.items():
+        if key == "net_arch":
+            assert value in (lows[key], highs[key])
+        else:
+            assert min(lows[key], highs[key]) < value < max(lows[key], highs[key]), key
+    assert not {"tau", "train_freq", "gradient_steps"} & set(space)  # TD7 needs its own (episode-end training)
+    (tmp_path / "space.yaml").write_text("space:\n  net_arch: {choices: ['16', '16x16']}\n")
+    out = tmp_path / "out"
+    args = ["tune", "--algo", "td7", "--env", "Pendulum-v1", "--timesteps", "400", "--eval-freq", "200"]
+    args += ["--eval-episodes", "1", "--n-startup-trials", "1", "--trials", "2", "--out", str(out)]
+    args += ["--search-space", str(tmp_path / "space.yaml"), "--hp", "learning_starts=200", "--hp", "buffer_size=1000"]
+    assert main(args) == 0
+    study = _study(out, "td7_Pendulum-v1")
+    assert [t.state.name for t in study.trials].count("COMPLETE") >= 1
+    assert {"learning_rate", "target_update_interval", "batch_size_pow"} <= set(study.trials[0].params)
+    assert "TD7.py" in (out / "summary.md").read_text()

@@ -44,13 +44,36 @@ ZOO_OFF_POLICY_SPACE: dict[str, dict[str, Any]] = {
 }
 """The RL Zoo 2.9's ``sample_td3_params`` ranges, as data (the values are facts from `ZOO_SOURCE`)."""
 
+TD7_SOURCE = (
+    "centred on the authors' hyperparameters (Fujimoto et al. 2023, 'For SALE'; sfujim/TD7, TD7.py "
+    "Hyperparameters): lr 3e-4, batch 256, gamma 0.99, target_update_rate 250, exploration noise 0.1, 256-256 networks"
+)
+"""Where the built-in TD7 space comes from."""
+
+TD7_SPACE: dict[str, dict[str, Any]] = {
+    "learning_rate": {"type": "float", "low": 1e-4, "high": 1e-3, "log": True},
+    "batch_size_pow": {"type": "int", "low": 7, "high": 9},
+    "one_minus_gamma": {"type": "float", "low": 3e-3, "high": 0.03, "log": True},
+    "target_update_interval": {"type": "int", "low": 100, "high": 1000, "log": True},
+    "noise_std": {"type": "float", "low": 0.05, "high": 0.3},
+    "net_arch": {"type": "categorical", "choices": ["small", "medium"]},
+}
+"""TD7's search space: each range holds the authors' value (`TD7_SOURCE`) about in its middle, on a log scale for
+the scale-free ones. Searched: the step size and batch size (shared by the actor, the critics and the encoders), the
+horizon, how long the fixed embeddings and targets stay fixed (TD7's hard-copy period replaces TD3's tau), the
+exploration noise and the width of the actor and critics. Not searched: ``tau``, ``train_freq`` and
+``gradient_steps`` (TD7 copies its targets and trains after each episode: policy checkpoints need
+``train_freq=(1, "episode")`` and ``gradient_steps=-1``), the checkpoint schedule (``steps_before_checkpointing``
+acts after 750k updates, beyond a tuning budget), and ``learning_starts`` (set it to the budget with ``--hp``)."""
+
 SEARCH_SPACES: dict[str, dict[str, dict[str, Any]]] = {
     "td3": ZOO_OFF_POLICY_SPACE,
     "ddpg": ZOO_OFF_POLICY_SPACE,
+    "td7": TD7_SPACE,
 }
 """The built-in search space of each algorithm, by the name the CLI uses."""
 
-SEARCH_SPACE_SOURCES: dict[str, str] = {"td3": ZOO_SOURCE, "ddpg": ZOO_SOURCE}
+SEARCH_SPACE_SOURCES: dict[str, str] = {"td3": ZOO_SOURCE, "ddpg": ZOO_SOURCE, "td7": TD7_SOURCE}
 """Where each built-in space comes from (quoted in ``summary.md``)."""
 
 NET_ARCHS: dict[str, list[int]] = {"small": [64, 64], "medium": [256, 256], "big": [400, 300]}

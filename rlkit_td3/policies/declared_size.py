@@ -91,6 +91,7 @@ def _network_limits(metadata: dict[str, Any], policy_class: Any) -> dict[str, in
     three moments' worth for each optimizer, plus slack; `MAX_ENTRY_BYTES` for a policy whose size the metadata
     cannot tell (a registered class other than ``MlpPolicy``, or a features extractor)."""
     extractor_keys = {"features_extractor_class", "features_extractor_kwargs", "critic_layer_norm", "normalize_obs"}
+    extractor_keys.add("representation")  # SALE networks: checked tensor by tensor once read
     if policy_class != "MlpPolicy" or extractor_keys & set(metadata["policy"].get("kwargs") or {}):
         return dict.fromkeys(NETWORK_ENTRIES, MAX_ENTRY_BYTES)
     actor, critic, n_tensors = network_sizes(metadata)

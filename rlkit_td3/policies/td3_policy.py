@@ -50,6 +50,14 @@ from rlkit_td3.policies.policy_file import (  # noqa: F401  (POLICY_CONTENT: imp
     write_policy_file,
 )
 from rlkit_td3.policies.registry import POLICY_ALIASES
+from rlkit_td3.policies.sale import (
+    SALEActor,
+    SALEInferenceActor,
+    build_sale_networks,
+    check_representation,
+    check_sale_saved_state,
+    train_sale_encoder,
+)
 from rlkit_td3.policies.state_shapes import (
     _check_observation_space,
     check_mlp_state_size,
@@ -120,6 +128,11 @@ class TD3Policy(nn.Module):
         normalize_obs: keep running statistics of the observations collected by ``learn`` and give the networks
             normalised observations (`rlkit_td3.policies.obs_normalizer.ObsNormalizer`; Box observations that
             are not images). The statistics are saved with the model.
+        representation: ``"sale"``: the actor and the critics read SALE embeddings (Fujimoto et al. 2023, see
+            `rlkit_td3.policies.sale`), whose encoders every update trains (`train_representation`); flat Box
+            observations, the default extractor. ``None`` (the default): plain MLPs.
+        representation_kwargs: with ``"sale"``: ``embedding_dim`` (256), the encoders' ``net_arch`` ([256, 256])
+            and ``target_update_interval`` (250: updates between hard refreshes of the fixed encoders), TD7's.
     """
 
     optimizer_names: tuple[str, ...] = ("actor_optimizer", "critic_optimizer")
@@ -148,8 +161,24 @@ class TD3Policy(nn.Module):
         normalize_images: bool = True,
         critic_layer_norm: bool = False,
         normalize_obs: bool = False,
+        representation: str | None = None,
+        representation_kwargs: dict[str, Any] | None = None,
     ):
         super().__init__()
+        self.representation = representation
+        self.sale_kwargs = check_representation(
+            representation,
+            representation_kwargs,
+            observation_space,
+            {
+                "features_extractor_class": features_extractor_class,
+                "share_features_extractor": share_features_extractor,
+                "critic_layer_norm": critic_layer_norm,
+            },
+        )
+        if self.sale_kwargs is not None:
+            self.optimizer_names = (*type(self).optimizer_names, "encoder_optimizer")
+            self.json_kwargs = (*type(self).json_kwargs, "representation", "representation_kwargs")
         if not isinstance(action_space, spaces.Box):
             raise TypeError(f"action_space must be a gymnasium.spaces.Box, got {action_space!r}")
         if features_extractor_class is None:
@@ -226,6 +255,9 @@ class TD3Policy(nn.Module):
     ) -> None:
         """Build ``actor``, ``critic`` and their targets (a subclass with other networks overrides this hook; the
         constructor calls it after its checks, before the action bounds and the optimizers)."""
+        if self.representation == "sale":
+            build_sale_networks(self, pi_arch, qf_arch, activation_fn, n_critics, self.sale_kwargs)
+            return
         action_dim = int(np.prod(self.action_space.shape))
         # Built in this order (actor extractor, actor MLP, critic extractor, critic MLPs), each drawing its
         # initial weights from torch's global generator; the default flatten draws nothing.
@@ -270,6 +302,22 @@ class TD3Policy(nn.Module):
         """Build the optimizers named in `optimizer_names` (a subclass with more networks overrides this hook)."""
         self.actor_optimizer = self._make_optimizer(self.actor.parameters(), actor_learning_rate)
         self.critic_optimizer = self._make_optimizer(self.critic.parameters(), critic_learning_rate)
+        if self.representation == "sale":
+            self.encoder_optimizer = self._make_optimizer(self.encoder.parameters(), critic_learning_rate)
+
+    def train_representation(self, batch: Any, n_updates: int) -> None:
+        """The policy's own learning beyond the actor and the critics, which the model's update loop calls after
+        each update (``n_updates``: the model's count, this update included): with ``representation="sale"``, one
+        step of the SALE encoders on ``batch`` and, every ``target_update_interval`` updates, the fixed encoders'
+        hard refresh (`rlkit_td3.policies.sale.train_sale_encoder`). Nothing otherwise."""
+        if self.representation == "sale":
+            train_sale_encoder(self, batch, n_updates, self.sale_kwargs["target_update_interval"])
+
+    def inference_actor(self) -> nn.Module:
+        """The network ``predict(deterministic=True)`` acts with, as one module of normalised observations (what
+        `export()` writes): the actor, or for SALE a standalone copy of it and the encoder it reads."""
+        actor = self.evaluation_actor()
+        return SALEInferenceActor(actor, actor._encoder()) if isinstance(actor, SALEActor) else actor
 
     def make_features_extractor(self) -> BaseFeaturesExtractor:
         """A new features extractor for this policy's observation space (fresh weights)."""
@@ -319,10 +367,16 @@ class TD3Policy(nn.Module):
         space), returned as NumPy."""
         return self.actor(self.normalize_observations(self._as_tensor(obs))).cpu().numpy()
 
+    def evaluation_actor(self) -> nn.Module:
+        """The network ``predict(deterministic=True)`` acts with: the actor; a policy that keeps a separate policy
+        for evaluation (TD7's checkpoint) overrides it."""
+        return self.actor
+
+    @torch.no_grad()
     def evaluation_actor_numpy(self, obs: np.ndarray | dict[str, np.ndarray]) -> np.ndarray:
-        """The normalised actions ``predict(deterministic=True)`` takes: the actor's (`actor_numpy`); a policy that
-        keeps a separate policy for evaluation (TD7's checkpoint) overrides it."""
-        return self.actor_numpy(obs)
+        """The normalised actions ``predict(deterministic=True)`` takes: `evaluation_actor`'s (for a batch given
+        as NumPy, returned as NumPy)."""
+        return self.evaluation_actor()(self.normalize_observations(self._as_tensor(obs))).cpu().numpy()
 
     def normalize_observations(self, obs: Any) -> Any:
         """``obs`` as the networks see it: normalised with ``normalize_obs``, else unchanged."""
@@ -378,6 +432,9 @@ class TD3Policy(nn.Module):
             kwargs["critic_layer_norm"] = True
         if self.normalize_obs:
             kwargs["normalize_obs"] = True
+        if self.representation is not None:
+            kwargs["representation"] = self.representation
+            kwargs["representation_kwargs"] = copy.deepcopy(self.sale_kwargs)
         return kwargs
 
     # ------------------------------------------------------------------ Stable-Baselines3's BasePolicy API
@@ -398,6 +455,8 @@ class TD3Policy(nn.Module):
         """
         self.actor.train(mode)
         self.critic.train(mode)
+        if self.representation is not None:
+            self.encoder.train(mode)
         self.training = mode
 
     def mode_dependent(self) -> bool:
@@ -469,8 +528,9 @@ class TD3Policy(nn.Module):
         """Actions in env units for one observation or a batch of them: the actor's output, unscaled.
 
         A bare policy has no exploration noise (the algorithm owns it), so as in SB3's ``TD3Policy`` the
-        action is the same whatever ``deterministic`` is. ``state`` and ``episode_start`` are for recurrent
-        policies in SB3; ``state`` is returned unchanged.
+        action is the same whatever ``deterministic`` is, except for a policy that keeps a separate policy for
+        evaluation (TD7's checkpoint): ``deterministic=True`` acts with it, as ``model.predict`` does.
+        ``state`` and ``episode_start`` are for recurrent policies in SB3; ``state`` is returned unchanged.
 
         Returns:
             ``(action, state)``: shape ``action_space.shape`` for one observation, else ``(batch, *shape)``.
@@ -482,8 +542,9 @@ class TD3Policy(nn.Module):
         check_bool("deterministic", deterministic)
         self.set_training_mode(False)
         obs, vectorized = self.obs_to_tensor(observation)
+        actor = self.evaluation_actor() if deterministic else self.actor
         with torch.no_grad():
-            scaled = self.actor(self.normalize_observations(obs)).cpu().numpy()
+            scaled = actor(self.normalize_observations(obs)).cpu().numpy()
         actions = self.unscale_action(scaled.reshape(len(scaled), *self.action_space.shape))
         return (actions if vectorized else actions[0]), state
 
@@ -574,6 +635,9 @@ class TD3Policy(nn.Module):
         once built; a policy file's: every tensor's shape (`rlkit_td3.policies.state_shapes.check_state_shapes`),
         or those whose names start with ``only`` (an actor file's).
         """
+        if policy_kwargs.get("representation") is not None:
+            check_sale_saved_state(observation_space, action_space, policy_kwargs, state, cls.sale_groups, only)
+            return
         beyond_mlp = {"features_extractor_class", "features_extractor_kwargs", "share_features_extractor"}
         beyond_mlp |= {"critic_layer_norm", "normalize_obs"}
         built_in = cls in (TD3Policy, CnnPolicy, MultiInputPolicy)
@@ -581,6 +645,13 @@ class TD3Policy(nn.Module):
             check_mlp_state_size(observation_space, action_space, policy_kwargs, state)
         elif built_in or not model_file:
             check_state_shapes(cls, observation_space, action_space, policy_kwargs, state, exact=built_in, only=only)
+
+    sale_groups: dict[str, tuple[str, ...]] = {
+        "encoder": ("encoder", "fixed_encoder", "fixed_encoder_target"),
+        "actor": ("actor", "actor_target"),
+        "critic": ("critic", "critic_target"),
+    }
+    """The SALE networks of a ``representation="sale"`` policy, by kind: what `check_saved_state` expects."""
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Save the policy alone (networks, spaces and constructor arguments, no optimizer state) to one

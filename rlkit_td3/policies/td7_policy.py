@@ -6,7 +6,7 @@ A `TD3Policy` whose networks are built by its `_build_networks` hook from `rlkit
   embeddings the actor and the critics read; ``fixed_encoder_target``: the copy before that, read by the targets;
 * ``actor`` / ``actor_target``, ``critic`` / ``critic_target`` (`SALEActor`, `SALECritic`);
 * ``checkpoint_actor`` / ``checkpoint_encoder``: the policy kept by TD7's policy checkpoints, which
-  ``predict(deterministic=True)`` uses (`evaluation_actor_numpy`) while ``use_checkpoint`` is on.
+  ``predict(deterministic=True)`` and `export()` use (`evaluation_actor`) while ``use_checkpoint`` is on.
 
 Everything else (action scaling, observation handling, the state checks of a model file) is `TD3Policy`'s.
 """
@@ -21,9 +21,11 @@ import torch
 from gymnasium import spaces
 from torch import nn
 
+from rlkit_td3.checks.arguments import check_bool
+from rlkit_td3.fileio.serialization import ModelFileError
 from rlkit_td3.policies.networks import parse_net_arch
 from rlkit_td3.policies.registry import POLICY_ALIASES
-from rlkit_td3.policies.sale import SALEActor, SALECritic, SALEEncoder
+from rlkit_td3.policies.sale import SALEActor, SALECritic, SALEEncoder, check_sale_saved_state
 from rlkit_td3.policies.td3_policy import TD3Policy
 from rlkit_td3.preprocessing import is_image_space
 
@@ -51,6 +53,8 @@ class TD7Policy(TD3Policy):
         embedding_dim: size of the SALE embeddings ``z_s`` and ``z_sa`` (256).
         encoder_net_arch: hidden sizes of the two SALE encoders (``[256, 256]``).
         normalize_obs: as in `TD3Policy` (off in the paper).
+        use_checkpoint: ``predict(deterministic=True)`` and `export()` act with the checkpoint policy (TD7 sets
+            it from its ``use_checkpoints``; a policy file stores it).
     """
 
     optimizer_names = ("actor_optimizer", "critic_optimizer", "encoder_optimizer")
@@ -70,6 +74,7 @@ class TD7Policy(TD3Policy):
         embedding_dim: int = 256,
         encoder_net_arch: list[int] | None = None,
         normalize_obs: bool = False,
+        use_checkpoint: bool = True,
     ) -> None:
         if not isinstance(observation_space, spaces.Box) or is_image_space(observation_space):
             raise TypeError(f"TD7Policy needs a Box observation space that is not an image, got {observation_space!r}")
@@ -89,7 +94,7 @@ class TD7Policy(TD3Policy):
             raise ValueError(
                 f"net_arch must give at least one hidden size to the actor and the critics, got {net_arch!r}"
             )
-        self.use_checkpoint = True
+        self.use_checkpoint = check_bool("use_checkpoint", use_checkpoint)
         super().__init__(
             observation_space,
             action_space,
@@ -152,20 +157,56 @@ class TD7Policy(TD3Policy):
         super().set_training_mode(mode)
         self.encoder.train(mode)
 
-    @torch.no_grad()
-    def evaluation_actor_numpy(self, obs: np.ndarray | dict[str, np.ndarray]) -> np.ndarray:
-        """The checkpoint policy's normalised actions while ``use_checkpoint`` is on (TD7 evaluates the
-        checkpoint, not the policy being trained), else the actor's."""
-        if not self.use_checkpoint:
-            return self.actor_numpy(obs)
-        return self.checkpoint_actor(self.normalize_observations(self._as_tensor(obs))).cpu().numpy()
+    def evaluation_actor(self) -> nn.Module:
+        """The checkpoint actor (reading the checkpoint encoder) while ``use_checkpoint`` is on (TD7 evaluates the
+        checkpoint, not the policy being trained), else the actor: what ``predict(deterministic=True)`` and
+        `export()` act with."""
+        return self.checkpoint_actor if self.use_checkpoint else self.actor
 
     def constructor_kwargs(self) -> dict[str, Any]:
-        """`TD3Policy.constructor_kwargs` plus ``embedding_dim`` and ``encoder_net_arch``."""
+        """`TD3Policy.constructor_kwargs` plus ``embedding_dim``, ``encoder_net_arch`` and ``use_checkpoint`` (which
+        a policy file stores and a model file does not: TD7 sets it from ``use_checkpoints``)."""
         kwargs = super().constructor_kwargs()
         kwargs["embedding_dim"] = self.embedding_dim
         kwargs["encoder_net_arch"] = list(self.encoder_net_arch)
+        kwargs["use_checkpoint"] = self.use_checkpoint
         return kwargs
+
+    sale_groups = {
+        "encoder": ("encoder", "fixed_encoder", "fixed_encoder_target", "checkpoint_encoder"),
+        "actor": ("actor", "actor_target", "checkpoint_actor"),
+        "critic": ("critic", "critic_target"),
+    }
+
+    @classmethod
+    def check_saved_state(
+        cls,
+        observation_space: spaces.Space,
+        action_space: spaces.Space,
+        policy_kwargs: dict[str, Any],
+        state: Any,
+        model_file: bool = True,
+        only: tuple[str, ...] | None = None,
+    ) -> None:
+        """Refuse a saved state dict (of a model or a policy file) whose tensors are not exactly those of the SALE
+        networks, targets, fixed encoders and checkpoint ``policy_kwargs`` declare, before building them."""
+        sale = {
+            "embedding_dim": policy_kwargs.get("embedding_dim", 256),
+            "net_arch": policy_kwargs.get("encoder_net_arch", list(TD7_DEFAULT_NET_ARCH)),
+        }
+        emb = sale["embedding_dim"]
+        if isinstance(emb, bool) or not isinstance(emb, int) or not 1 <= emb <= MAX_EMBEDDING_DIM:
+            raise ModelFileError(f"embedding_dim must be in [1, {MAX_EMBEDDING_DIM}], got {emb!r}")
+        arch = sale["net_arch"]
+        if not isinstance(arch, list) or not arch or any(type(n) is not int or n < 1 for n in arch):
+            raise ModelFileError(f"encoder_net_arch must be a non-empty list of positive ints, got {arch!r}")
+        kwargs = {
+            **policy_kwargs,
+            "net_arch": policy_kwargs.get("net_arch", list(TD7_DEFAULT_NET_ARCH)),
+            "representation": "sale",
+            "representation_kwargs": sale,
+        }
+        check_sale_saved_state(observation_space, action_space, kwargs, state, cls.sale_groups, only)
 
 
 POLICY_ALIASES["TD7Policy"] = TD7Policy
