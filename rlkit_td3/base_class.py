@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import time
-import warnings
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -27,12 +26,12 @@ from rlkit_td3.fileio.serialization import require_bool, spaces_equal
 from rlkit_td3.logger import Logger, configure
 from rlkit_td3.noise import draw_noise, fit_noise_to_envs
 from rlkit_td3.persistence import parameters
-from rlkit_td3.persistence.env_state import exact_resume_problem
+from rlkit_td3.persistence.env_state import apply_pending, exact_resume_problem
 from rlkit_td3.policies import TD3Policy, get_policy_class
 from rlkit_td3.policies.td3_policy import python_scalars
 from rlkit_td3.preprocessing import OBSERVATION_SPACES, check_dict_space, dict_obs_batch, obs_len
 from rlkit_td3.schedules import Schedule, ScheduleLike, as_schedule
-from rlkit_td3.utils import InexactResumeWarning, _check_int, _latest_run_id, get_device
+from rlkit_td3.utils import _check_int, _latest_run_id, get_device
 from rlkit_td3.vec_env.base_vec_env import VecEnv
 from rlkit_td3.vec_env.gymnasium_bridge import GymnasiumVecEnv
 from rlkit_td3.vec_env.training_env import (
@@ -204,9 +203,11 @@ class BaseAlgorithm:
             env: the new env.
             force_reset: a real ``bool``. ``False`` with the env the model already trains on (``model.get_env()``)
                 keeps its last observations, so the next ``learn`` goes on with the episodes in flight (as SB3);
-                any other env is reset before the model's next step, since the model cannot know its state. After
-                ``load()`` without an env, the first ``set_env`` warns (`rlkit_td3.utils.InexactResumeWarning`):
-                the file's envs' random state is not restored, so training does not go on bit for bit.
+                any other env is reset before the model's next step, since the model cannot know its state.
+                The first ``set_env`` after ``load()`` without an env does what ``load(path, env=env,
+                force_reset=force_reset)`` would have done: the env is brought to the file's envs' state
+                (``True``) or taken as the saved run left it (``False``), so training goes on exactly as from
+                that ``load``.
 
         Raises:
             ValueError: the spaces differ, or the env has more envs than the replay buffer was built for (a
@@ -218,19 +219,15 @@ class BaseAlgorithm:
             return  # the env in use, kept in its state
         vec = as_training_env(env)
         self._check_env_matches(vec)
-        if getattr(self, "_env_state_dropped", False):
-            self._env_state_dropped = False
-            warnings.warn(
-                "set_env() after load() without an env does not resume the saved run exactly: the envs' random "
-                "state saved in the file is not restored; pass env= to load() for an exact resume",
-                InexactResumeWarning,
-                stacklevel=3,
-            )
+        after_load = getattr(self, "_pending_env_records", None) is not None
         self._set_env_and_spaces(vec)
         self._fit_to_env(strict=False)
         self._last_obs = None
         self._envs_restored = False
-        self._rollout = None
+        if after_load:  # the first env after load() without one: as load(path, env=env, force_reset=force_reset)
+            apply_pending(self, force_reset)
+        else:
+            self._rollout = None
 
     def _check_env_matches(self, vec: VectorEnv) -> None:
         for name, mine, theirs in (

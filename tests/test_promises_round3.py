@@ -11,10 +11,12 @@ import tracemalloc
 import warnings
 import zipfile
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import torch
 from gymnasium import spaces
+from gymnasium.vector import AutoresetMode
 
 from rlkit_td3 import TD3, utils
 from rlkit_td3.buffers import NStepReplayBuffer, PrioritizedReplayBuffer, ReplayBuffer
@@ -366,16 +368,106 @@ def test_a_model_saved_before_its_first_learn_resumes_exactly(tmp_path):
     assert np.array_equal(straight.replay_buffer.observations, resumed.replay_buffer.observations)
 
 
-def test_load_then_set_env_warns_that_the_resume_is_not_exact(tmp_path):
-    from rlkit_td3.utils import InexactResumeWarning
+def _model_file_entries(path) -> dict:
+    """Every entry of a model file: the metadata, the tensors and the replay buffer's arrays."""
+    with zipfile.ZipFile(path) as archive:
+        out = {n: torch.load(io.BytesIO(archive.read(n)), weights_only=True) for n in archive.namelist() if ".pth" in n}
+        out["metadata"] = json.loads(archive.read("metadata.json"))
+        if "replay_buffer.npz" in archive.namelist():
+            with np.load(io.BytesIO(archive.read("replay_buffer.npz")), allow_pickle=False) as buffer:
+                out["buffer"] = {key: buffer[key] for key in buffer.files}
+    return out
+
+
+def _differences(a, b, where="") -> list[str]:
+    """The paths at which two nested structures of dicts, lists, tensors and arrays differ."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        if a.keys() != b.keys():
+            return [f"{where} keys {sorted(map(str, a.keys() ^ b.keys()))}"]
+        return [d for key in a for d in _differences(a[key], b[key], f"{where}/{key}")]
+    if isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            return [f"{where} length {len(a)} != {len(b)}"]
+        return [d for i, (x, y) in enumerate(zip(a, b)) for d in _differences(x, y, f"{where}[{i}]")]
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        return [] if a.shape == b.shape and torch.equal(a, b) else [where]
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        return [] if a.shape == b.shape and np.array_equal(a, b) else [where]
+    return [] if a == b else [where]
+
+
+def _save_at(path, k: int):
+    def callback(locals_, globals_):
+        if locals_["self"].num_timesteps == k:
+            locals_["self"].save(path, include_buffer=True)
+        return True
+
+    return callback
+
+
+ENV_KINDS = {"single": lambda: "Pendulum-v1", "make_vec_next_step": lambda: gym.make_vec("Pendulum-v1", 2)}
+
+
+@pytest.mark.parametrize("route", ["load_env", "load_then_set_env"])
+@pytest.mark.parametrize("kind", list(ENV_KINDS))
+def test_resume_onto_another_models_env_is_exact_in_what_it_holds_and_how_it_goes_on(tmp_path, kind, route):
+    """``load(path, env=other.get_env())`` and ``load(path)`` then ``set_env(other.get_env())``: the model holds what
+    the file holds (a save right after the load writes the file's entries again, entry by entry) and the continued
+    run is the uninterrupted one, bit for bit, with no warning (main: the save was refused, the envs' records
+    differed, and the set_env route warned and went on other bits)."""
+    make, checkpoint = ENV_KINDS[kind], tmp_path / "k.zip"
+    kwargs = dict(learning_starts=100, batch_size=16, policy_kwargs={"net_arch": [8]}, seed=3)
+    straight = TD3("MlpPolicy", make(), **kwargs).learn(600, callback=_save_at(checkpoint, 400))  # 400: episodes end
+    straight.save(tmp_path / "straight.zip", include_buffer=True)
+    other = TD3("MlpPolicy", make(), **{**kwargs, "seed": 11}).learn(150)  # its env mid-episode
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", utils.InexactResumeWarning)
+        if route == "load_env":
+            resumed = TD3.load(checkpoint, env=other.get_env())
+        else:
+            resumed = TD3.load(checkpoint)
+            resumed.set_env(other.get_env())
+    resumed.save(tmp_path / "again.zip", include_buffer=True)
+    assert _differences(_model_file_entries(checkpoint), _model_file_entries(tmp_path / "again.zip")) == []
+    resumed.learn(200, reset_num_timesteps=False)
+    resumed.save(tmp_path / "resumed.zip", include_buffer=True)
+    straight_entries = _model_file_entries(tmp_path / "straight.zip")
+    assert _differences(straight_entries, _model_file_entries(tmp_path / "resumed.zip")) == []
+
+
+def test_load_then_set_env_is_load_with_that_env(tmp_path):
+    """``set_env`` after ``load`` without an env does what ``load(env=...)`` does, for both ``force_reset``."""
+    model = TD3("MlpPolicy", "Pendulum-v1", learning_starts=50, batch_size=16, policy_kwargs={"net_arch": [8]}, seed=3)
+    model.learn(130)  # mid-episode
+    model.save(tmp_path / "m.zip", include_buffer=True)
+    for force_reset in (True, False):
+        direct = TD3.load(tmp_path / "m.zip", env=model.get_env(), force_reset=force_reset)
+        direct.save(tmp_path / "direct.zip", include_buffer=True)
+        later = TD3.load(tmp_path / "m.zip")
+        later.set_env(model.get_env(), force_reset=force_reset)
+        later.save(tmp_path / "later.zip", include_buffer=True)
+        entries = _model_file_entries(tmp_path / "later.zip")
+        assert _differences(_model_file_entries(tmp_path / "direct.zip"), entries) == []
+        # force_reset=False keeps the saved last observation (the episode in flight goes on), True drops it
+        assert ("last_obs" in entries["training_state.pth"]) is (not force_reset)
+    later.set_env("Pendulum-v1")  # only the first set_env after load: then a plain change of env
+    assert later._last_obs is None and later._rollout is None
+
+
+def test_a_user_vec_env_view_warns_at_every_load_and_set_env(tmp_path):
+    """A `VecEnvView` the user made resets ended envs inside ``step()``, unlike the saved run's env: the envs'
+    records cannot be the file's, and every route says so."""
+    from rlkit_td3.vec_env.gymnasium_bridge import VecEnvView
 
     model = TD3("MlpPolicy", "Pendulum-v1", learning_starts=50, batch_size=16, policy_kwargs={"net_arch": [8]}, seed=3)
     model.learn(200)
-    model.save(tmp_path / "m.zip")
-    loaded = TD3.load(tmp_path / "m.zip")
-    with pytest.warns(InexactResumeWarning, match="set_env"):
-        loaded.set_env(model.get_env())
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        loaded.set_env("Pendulum-v1")  # once: the model now trains on an env of its own
-        TD3.load(tmp_path / "m.zip", env=model.get_env())  # onto another model's env: exact, no warning
+    model.save(tmp_path / "m.zip", include_buffer=True)
+    for autoreset in (AutoresetMode.DISABLED, AutoresetMode.NEXT_STEP):
+        view = VecEnvView(gym.make_vec("Pendulum-v1", 1, vector_kwargs={"autoreset_mode": autoreset}))
+        with pytest.warns(utils.InexactResumeWarning, match="VecEnvView, which resets ended envs inside step") as rec:
+            TD3.load(tmp_path / "m.zip", env=view)
+        assert rec[0].filename == __file__  # points at the caller's line
+        loaded = TD3.load(tmp_path / "m.zip")
+        with pytest.warns(utils.InexactResumeWarning, match=str(autoreset)) as rec:
+            loaded.set_env(view)
+        assert rec[0].filename == __file__

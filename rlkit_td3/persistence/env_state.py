@@ -8,6 +8,8 @@ checkpoint of its run could resume exactly.
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 import warnings
 from typing import Any
@@ -107,10 +109,22 @@ def env_rng_states(model: Any) -> list[dict[str, Any]] | None:
     return [rng_state_to_json(rng) for rng in generators]
 
 
+def _outside_stacklevel() -> int:
+    """The ``stacklevel`` that makes a warning issued by the caller of this function point at the first frame
+    outside this library (the user's ``load()`` or ``set_env()``), however deep inside it the warning is issued."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frame, level = sys._getframe(2), 2  # the warning's issuer is level 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package + os.sep):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 def _warn_if_inexact(model: Any, generators: list[Any] | None) -> None:
     """Warn (`InexactResumeWarning`) when the model's env cannot go on from the saved envs' state: its sub-envs'
-    generators are out of reach, or it is a `VecEnvView` (another model's ``get_env()``) of a vector env that
-    resets ended envs otherwise than the view does, so the episode bookkeeping of the saved run is not redone."""
+    generators are out of reach, or it is a `VecEnvView` of a gymnasium vector env, which resets ended envs
+    otherwise than the saved run did, so the episode bookkeeping of the saved run is not redone. (Another model's
+    ``get_env()`` is not such a view here: the model trains on the env behind it, as that model does; see
+    `rlkit_td3.vec_env.training_env.as_training_env`.)"""
     why = None
     base = model._venv.unwrapped
     if generators is None:
@@ -120,18 +134,18 @@ def _warn_if_inexact(model: Any, generators: list[Any] | None) -> None:
         )
     elif isinstance(base, GymnasiumVecEnv) and isinstance(base.sb3_env, VecEnvView):
         mode = AutoresetMode(base.sb3_env.gym_env.metadata.get("autoreset_mode", AutoresetMode.NEXT_STEP))
-        if mode != AutoresetMode.DISABLED:
-            why = (
-                f"it is a view with same-step autoreset (such as another model's get_env()) of a vector env with "
-                f"{mode}: the envs' random state is restored, but their reset bookkeeping is not the saved run's"
-            )
+        why = (
+            f"it is a VecEnvView, which resets ended envs inside step() (same-step autoreset), of a vector env with "
+            f"{mode}: the envs' random state is restored, but their reset bookkeeping (the last observations, the "
+            "resets due) is not the saved run's"
+        )
     if why is not None:
         warnings.warn(
-            f"the env given to load() does not resume the saved run exactly: {why}. Training goes on, not bit "
-            "for bit as the saved run would; for an exact resume pass the env id, a freshly made env or the "
-            "gymnasium vector env itself",
+            f"the env given to load() or set_env() does not resume the saved run exactly: {why}. Training goes on, "
+            "not bit for bit as the saved run would; for an exact resume pass the env id, a freshly made env, the "
+            "gymnasium vector env itself or another model's get_env()",
             InexactResumeWarning,
-            stacklevel=8,  # restart_envs, load_state_dict, _restore_training_state, _fill_from_file, 3 loads
+            stacklevel=_outside_stacklevel(),
         )
 
 
@@ -166,15 +180,14 @@ def restart_envs(
         base = _gymnasium_base(model)
         if isinstance(base, AsyncVectorEnv):  # the generators are copies: send them back
             base.set_attr("np_random", generators)
-    stats = episode_statistics(model._venv)
-    if stats is not None:  # the recent episodes, for rollout/ep_rew_mean
-        for r, n in getattr(model, "_saved_episode_infos", ()):
-            stats.return_queue.append(r)
-            stats.length_queue.append(n)
+    _restore_recent_episodes(model)
     if model._autoreset_mode == AutoresetMode.DISABLED:
-        # every env is due for the reset the saved run would do next, just before the next step: no last
-        # observation is kept (as SB3 after a load with force_reset=True), and learn does not reset them afresh
-        model._last_obs = None
+        # every env is due for the reset the saved run would do next, just before the next step, and learn does
+        # not reset them afresh. At an episode boundary of every env that reset is the saved run's own, and the
+        # saved last observations (which no step starts from) are kept, so that the model holds what the file
+        # holds; mid-episode they are dropped (as SB3 after a load with force_reset=True): the episodes restart.
+        at_boundary = needs_reset is not None and all(needs_reset) and last_obs is not None
+        model._last_obs = obs_from_tensors(last_obs) if at_boundary else None
         model._envs_restored = True
         model._needs_reset = np.ones(model.n_envs, dtype=bool)
     elif (
@@ -221,9 +234,20 @@ def keep_envs(
         stats.episode_lengths = np.zeros(model.n_envs, dtype=int)
         stats.episode_start_times = np.full(model.n_envs, time.perf_counter())
         stats.prev_dones = np.zeros(model.n_envs, dtype=bool)
-        for r, n in getattr(model, "_saved_episode_infos", ()):
-            stats.return_queue.append(r)
-            stats.length_queue.append(n)
+    _restore_recent_episodes(model)
+
+
+def _restore_recent_episodes(model: Any) -> None:
+    """The saved recent episodes (``rollout/ep_rew_mean``, ``ep_info_buffer``) become the env statistics' records,
+    in place of whatever the env's statistics held before (another model's episodes, on its env)."""
+    stats = episode_statistics(model._venv)
+    if stats is None:
+        return
+    for queue in (stats.return_queue, stats.length_queue, stats.time_queue):
+        queue.clear()
+    for r, n in getattr(model, "_saved_episode_infos", ()):
+        stats.return_queue.append(r)
+        stats.length_queue.append(n)
 
 
 def state_dict(model: Any) -> dict[str, Any]:
@@ -324,8 +348,9 @@ class EnvRecords:
         self.check_state(state)
         model = self.model
         if model._venv is None:
-            # loaded without an env: a later set_env cannot redo the saved envs' state, and says so
-            model._env_state_dropped = bool(model._env_seeded)
+            # loaded without an env: the first set_env brings the env it is given to the saved state, as
+            # load(env=...) would have (`apply_pending`)
+            model._pending_env_records = (self.saved_n_envs, dict(state)) if model._env_seeded else None
             return
         if not model._env_seeded:
             # saved before its first learn: its envs were never reset, and the saved run's first learn resets
@@ -344,3 +369,14 @@ class EnvRecords:
                 state.get("needs_reset"),
                 state.get("sb3_pre_reset"),
             )
+
+
+def apply_pending(model: Any, force_reset: bool) -> None:
+    """After ``load()`` without an env, the first `set_env()`: bring its env to the saved run's state, exactly as
+    ``load(path, env=env, force_reset=force_reset)`` would have (the file's env records, kept by `EnvRecords`)."""
+    pending = getattr(model, "_pending_env_records", None)
+    if pending is None:
+        return
+    model._pending_env_records = None
+    saved_n_envs, state = pending
+    EnvRecords(model, saved_n_envs, force_reset).load_state_dict(state)
