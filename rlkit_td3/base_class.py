@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 from rlkit_td3.checks.arguments import ValueAssertionError, check_bool, check_seed
+from rlkit_td3.checks.state import new_run_id
 from rlkit_td3.fileio import model_files
 from rlkit_td3.fileio.serialization import require_bool, spaces_equal
 from rlkit_td3.logger import Logger, configure
@@ -31,7 +33,7 @@ from rlkit_td3.policies import TD3Policy, get_policy_class
 from rlkit_td3.policies.td3_policy import python_scalars
 from rlkit_td3.preprocessing import OBSERVATION_SPACES, check_dict_space, dict_obs_batch, obs_len
 from rlkit_td3.schedules import Schedule, ScheduleLike, as_schedule
-from rlkit_td3.utils import _check_int, _latest_run_id, get_device
+from rlkit_td3.utils import ReplayBufferRunWarning, _check_int, _latest_run_id, get_device
 from rlkit_td3.vec_env.base_vec_env import VecEnv
 from rlkit_td3.vec_env.gymnasium_bridge import GymnasiumVecEnv
 from rlkit_td3.vec_env.training_env import (
@@ -56,6 +58,9 @@ class BaseAlgorithm:
             at the first ``learn`` by `rlkit_td3.utils.auto_num_threads` (the caller's count, fewer on a busy
             machine) and then kept; an int: that count; ``None``: the caller's setting. `load()` sets it to the
             count the saved run trained at, which exact resume needs.
+        run_id: this run's id, 32 random hex digits (128 bits) made when the model is built, saved in its model
+            files and replay-buffer files and kept by `load()`: `load_replay_buffer()` warns
+            (`rlkit_td3.utils.ReplayBufferRunWarning`) when a buffer file was written by another run.
     """
 
     def __init__(
@@ -83,6 +88,7 @@ class BaseAlgorithm:
         self.verbose = _check_int("verbose", verbose, 0)
         self.seed = None if seed is None else check_seed("seed", seed)
         self.device = get_device(device)
+        self.run_id = new_run_id()
 
         self._venv: VectorEnv | None = None
         self._env_used_outside = False
@@ -427,19 +433,36 @@ class BaseAlgorithm:
         parameters.set_parameters(self, load_path_or_dict, check_bool("exact_match", exact_match), device)
 
     def save_replay_buffer(self, path: str | os.PathLike[str]) -> None:
-        """Write the filled part of the replay buffer to ``path`` (``.npz``, atomic, no pickle)."""
+        """Write the filled part of the replay buffer to ``path`` (``.npz``, atomic, no pickle), with the model's
+        ``run_id`` in its header."""
+        self.replay_buffer.run_id = self.run_id
         self.replay_buffer.save(path)
 
     def load_replay_buffer(self, path: str | os.PathLike[str]) -> None:
         """Restore a replay buffer written by `save_replay_buffer()`.
 
         A model whose ``replay_buffer`` was set to ``None`` gets a new one of its class and settings first; the
-        buffer then takes the model's ``device`` (as in SB3).
+        buffer then takes the model's ``device`` (as in SB3). A file written by another run (its run id is not
+        the model's ``run_id``) is loaded, as in SB3, with a `rlkit_td3.utils.ReplayBufferRunWarning` naming both
+        ids; a file without a run id (older files) is loaded as it is.
+
+        Raises:
+            ModelFileError: (a ``ValueError``) the file is malformed, its run id included, or does not fit the
+                buffer; nothing was changed.
         """
         if self.replay_buffer is None:
             self.replay_buffer = self._make_replay_buffer(None)
         self.replay_buffer.load(path)
         self.replay_buffer.device = self.device
+        file_run = self.replay_buffer.file_run_id
+        if file_run is not None and file_run != self.run_id:
+            warnings.warn(
+                f"the replay buffer file {os.fspath(path) if isinstance(path, (str, os.PathLike)) else path!r} was "
+                f"written by run {file_run}, not by this model's run {self.run_id}: its transitions are loaded, but "
+                "training does not go on as either run would have",
+                ReplayBufferRunWarning,
+                stacklevel=2,
+            )
 
     def save(
         self,
