@@ -471,3 +471,145 @@ def test_a_user_vec_env_view_warns_at_every_load_and_set_env(tmp_path):
         with pytest.warns(utils.InexactResumeWarning, match=str(autoreset)) as rec:
             loaded.set_env(view)
         assert rec[0].filename == __file__
+
+
+# ---------------------------------------------------------------------------- a run id in replay-buffer files
+def _small_model(seed: int = 0) -> TD3:
+    return TD3("MlpPolicy", "Pendulum-v1", learning_starts=10, batch_size=8, policy_kwargs={"net_arch": [8]}, seed=seed)
+
+
+def _buffer_meta(path) -> dict:
+    with np.load(path, allow_pickle=False) as archive:
+        return json.loads(archive["meta"].tobytes())
+
+
+def _rewrite_buffer_meta(path, change) -> None:
+    """Give ``change`` the header of a buffer file (a path or a ``BytesIO``) to edit in place, and write it back."""
+    with np.load(path, allow_pickle=False) as archive:
+        members = {name: archive[name] for name in archive.files}
+    meta = json.loads(members["meta"].tobytes())
+    change(meta)
+    members["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+    if isinstance(path, io.BytesIO):
+        path.seek(0)
+        path.truncate()
+        np.savez(path, **members)
+        return
+    with open(path, "wb") as fh:
+        np.savez(fh, **members)
+
+
+def _rewrite_zip(path, change) -> None:
+    """Give ``change`` the model file's entries ({name: bytes}) to edit in place, and write them back."""
+    with zipfile.ZipFile(path) as archive:
+        entries = {name: archive.read(name) for name in archive.namelist()}
+    change(entries)
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in entries.items():
+            archive.writestr(name, data)
+
+
+def test_every_model_has_a_run_id_that_its_files_carry_and_load_keeps(tmp_path):
+    model, other = _small_model().learn(30), _small_model()
+    assert len(model.run_id) == 32 and int(model.run_id, 16) >= 0 and model.run_id == model.run_id.lower()
+    assert model.run_id != other.run_id  # random, not derived from the seed
+    model.save(tmp_path / "k.zip", include_buffer=True)
+    model.save_replay_buffer(tmp_path / "buffer.npz")
+    with zipfile.ZipFile(tmp_path / "k.zip") as archive:
+        assert json.loads(archive.read("metadata.json"))["run_id"] == model.run_id
+        buffer_entry = io.BytesIO(archive.read("replay_buffer.npz"))
+    assert _buffer_meta(buffer_entry)["run_id"] == model.run_id
+    assert _buffer_meta(tmp_path / "buffer.npz")["run_id"] == model.run_id
+    loaded = TD3.load(tmp_path / "k.zip", env="Pendulum-v1")
+    assert loaded.run_id == model.run_id  # the run goes on under its id: its next checkpoints say so too
+    loaded.learn(20, reset_num_timesteps=False).save(tmp_path / "k2.zip")
+    assert TD3.load(tmp_path / "k2.zip").run_id == model.run_id
+
+
+def test_loading_another_runs_buffer_warns_naming_both_ids(tmp_path):
+    model, other = _small_model().learn(30), _small_model(seed=1).learn(30)
+    model.save_replay_buffer(tmp_path / "mine.npz")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model.load_replay_buffer(tmp_path / "mine.npz")  # its own run: silent
+    with pytest.warns(utils.ReplayBufferRunWarning, match=f"{model.run_id}.*{other.run_id}") as record:
+        other.load_replay_buffer(tmp_path / "mine.npz")  # allowed, as in SB3
+    assert record[0].filename == __file__
+    assert issubclass(utils.ReplayBufferRunWarning, utils.InexactResumeWarning)
+    assert np.array_equal(other.replay_buffer.observations[:30], model.replay_buffer.observations[:30])
+    _rewrite_buffer_meta(tmp_path / "mine.npz", lambda meta: meta.pop("run_id"))  # an older file: no run id
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        other.load_replay_buffer(tmp_path / "mine.npz")
+
+
+BAD_RUN_IDS = [123, None, "abc", "0" * 31, "0" * 33, "A" * 32, "g" * 32, ["0" * 32], "é" * 32]
+
+
+@pytest.mark.parametrize("bad", BAD_RUN_IDS)
+def test_a_bad_run_id_in_a_buffer_file_is_a_model_file_error_naming_it(tmp_path, bad):
+    model = _small_model().learn(30)
+    model.save_replay_buffer(tmp_path / "buffer.npz")
+    _rewrite_buffer_meta(tmp_path / "buffer.npz", lambda meta: meta.update(run_id=bad))
+    before = model.replay_buffer.observations.copy()
+    model.replay_buffer.observations[:] = 0
+    with pytest.raises(ModelFileError, match="replay buffer run_id must be a run id of 32 lowercase hex digits"):
+        model.load_replay_buffer(tmp_path / "buffer.npz")
+    assert not model.replay_buffer.observations.any() and before.any()  # nothing was loaded
+
+
+@pytest.mark.parametrize("bad", BAD_RUN_IDS)
+def test_a_bad_run_id_in_a_model_file_is_a_model_file_error_naming_it(tmp_path, bad):
+    _small_model().save(tmp_path / "m.zip")
+
+    def forge(entries):
+        metadata = json.loads(entries["metadata.json"])
+        metadata["run_id"] = bad
+        entries["metadata.json"] = json.dumps(metadata).encode()
+
+    _rewrite_zip(tmp_path / "m.zip", forge)
+    with pytest.raises(ModelFileError, match="run_id must be a run id of 32 lowercase hex digits"):
+        TD3.load(tmp_path / "m.zip")
+
+
+def test_a_checkpoint_holding_another_runs_buffer_is_refused(tmp_path):
+    model, other = _small_model().learn(30), _small_model(seed=1).learn(30)
+    model.save(tmp_path / "k.zip", include_buffer=True)
+    other.save(tmp_path / "other.zip", include_buffer=True)
+
+    def swap(entries):  # the other run's buffer in this run's checkpoint: same shapes, another run
+        with zipfile.ZipFile(tmp_path / "other.zip") as archive:
+            entries["replay_buffer.npz"] = archive.read("replay_buffer.npz")
+
+    _rewrite_zip(tmp_path / "k.zip", swap)
+    with pytest.raises(ModelFileError, match=f"written by run {other.run_id}, the model file by run {model.run_id}"):
+        TD3.load(tmp_path / "k.zip")
+
+
+def test_files_without_a_run_id_load_as_before(tmp_path):
+    model = _small_model().learn(30)
+    model.save(tmp_path / "k.zip", include_buffer=True)
+
+    def strip(entries):  # a file of a version without run ids
+        metadata = json.loads(entries["metadata.json"])
+        del metadata["run_id"]
+        entries["metadata.json"] = json.dumps(metadata).encode()
+        _rewrite_buffer_meta(buffer := io.BytesIO(entries["replay_buffer.npz"]), lambda meta: meta.pop("run_id"))
+        entries["replay_buffer.npz"] = buffer.getvalue()
+
+    _rewrite_zip(tmp_path / "k.zip", strip)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        loaded = TD3.load(tmp_path / "k.zip")
+    assert len(loaded.run_id) == 32 and loaded.run_id != model.run_id  # a fresh id: the file names no run
+    assert loaded.replay_buffer.size() == 30
+
+
+def test_parameters_do_not_carry_the_run_id(tmp_path):
+    model, other = _small_model().learn(30), _small_model(seed=1)
+    assert set(model.get_parameters()) == {"policy", "actor.optimizer", "critic.optimizer"}
+    model.save(tmp_path / "m.zip")
+    own = other.run_id
+    other.set_parameters(tmp_path / "m.zip")
+    other.set_parameters(model.get_parameters())
+    assert other.run_id == own  # the weights change, the run stays other's
