@@ -452,6 +452,7 @@ class BaseAlgorithm:
         """
         if self.replay_buffer is None:
             self.replay_buffer = self._make_replay_buffer(None)
+        self.replay_buffer.run_id = self.run_id
         self.replay_buffer.load(path)
         self.replay_buffer.device = self.device
         file_run = self.replay_buffer.file_run_id

@@ -168,8 +168,8 @@ class ReplayBuffer:
     """
 
     run_id: str | None = None
-    """The run whose buffer this is (the model's ``run_id``, set by the model before it writes the buffer),
-    written into the file's header; ``None`` (a buffer of no model): the file carries no run id."""
+    """The run whose buffer this is (the owning model's ``run_id``, which the model sets), written into the file's
+    header; ``None`` (a buffer of no model): its files carry no run id."""
     file_run_id: str | None = None
     """The run id of the file `load()` last read (``None`` for a file without one: older files)."""
 
