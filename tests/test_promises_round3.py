@@ -376,6 +376,7 @@ def _model_file_entries(path) -> dict:
         if "replay_buffer.npz" in archive.namelist():
             with np.load(io.BytesIO(archive.read("replay_buffer.npz")), allow_pickle=False) as buffer:
                 out["buffer"] = {key: buffer[key] for key in buffer.files}
+            out["buffer"]["meta"] = json.loads(out["buffer"]["meta"].tobytes())  # the header, as JSON
     return out
 
 
@@ -433,6 +434,59 @@ def test_resume_onto_another_models_env_is_exact_in_what_it_holds_and_how_it_goe
     resumed.save(tmp_path / "resumed.zip", include_buffer=True)
     straight_entries = _model_file_entries(tmp_path / "straight.zip")
     assert _differences(straight_entries, _model_file_entries(tmp_path / "resumed.zip")) == []
+
+
+def _without_run_ids(entries: dict) -> dict:
+    """A model file's entries without the run ids (two runs made apart have different ones)."""
+    entries["metadata"].pop("run_id")
+    entries["buffer"]["meta"].pop("run_id")
+    return entries
+
+
+@pytest.mark.parametrize("steps", [400, 330], ids=["at_episode_ends", "mid_episode"])
+@pytest.mark.parametrize("kind", list(ENV_KINDS))
+def test_force_reset_false_on_the_saved_models_env_goes_on_exactly(tmp_path, kind, steps):
+    """``load(path, env=saved.get_env(), force_reset=False)``: the episodes in flight go on, their statistics
+    included (main: counted afresh from the load; a next-step vector env stored its reset step as a transition)."""
+    make = ENV_KINDS[kind]
+    kwargs = dict(learning_starts=100, batch_size=16, policy_kwargs={"net_arch": [8]}, seed=3)
+    saved = TD3("MlpPolicy", make(), **kwargs).learn(steps)
+    saved.save(tmp_path / "k.zip", include_buffer=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", utils.InexactResumeWarning)
+        resumed = TD3.load(tmp_path / "k.zip", env=saved.get_env(), force_reset=False)
+    resumed.save(tmp_path / "again.zip", include_buffer=True)
+    assert _differences(_model_file_entries(tmp_path / "k.zip"), _model_file_entries(tmp_path / "again.zip")) == []
+    resumed.learn(300, reset_num_timesteps=False).save(tmp_path / "resumed.zip", include_buffer=True)
+    straight = TD3("MlpPolicy", make(), **kwargs).learn(steps).learn(300, reset_num_timesteps=False)
+    straight.save(tmp_path / "straight.zip", include_buffer=True)
+    mine, theirs = (_without_run_ids(_model_file_entries(tmp_path / f)) for f in ("straight.zip", "resumed.zip"))
+    assert _differences(mine, theirs) == []
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        [1.0],
+        {"returns": [0.0]},
+        {"returns": [0.0, 1.0], "lengths": [1, 2]},
+        {"returns": [float("nan")], "lengths": [1]},
+        {"returns": ["1"], "lengths": [1]},
+        {"returns": [0.0], "lengths": [-1]},
+        {"returns": [0.0], "lengths": [1.5]},
+    ],
+)
+def test_malformed_episodes_in_flight_are_refused(tmp_path, bad):
+    _small_model().learn(30).save(tmp_path / "m.zip", include_buffer=True)
+
+    def forge(entries):
+        metadata = json.loads(entries["metadata.json"])
+        metadata["training_state"]["episodes_in_flight"] = bad
+        entries["metadata.json"] = json.dumps(metadata).encode()
+
+    _rewrite_zip(tmp_path / "m.zip", forge)
+    with pytest.raises(ModelFileError, match="episodes_in_flight"):
+        TD3.load(tmp_path / "m.zip", env="Pendulum-v1")
 
 
 def test_load_then_set_env_is_load_with_that_env(tmp_path):

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 
-from rlkit_td3.checks.state import check_rng_json
+from rlkit_td3.checks.state import _int, _number, check_rng_json
 from rlkit_td3.fileio.serialization import ModelFileError, rng_state_to_json, set_rng_state
 from rlkit_td3.preprocessing import obs_from_tensors, obs_shapes, obs_to_tensors, stack_obs
 from rlkit_td3.utils import InexactResumeWarning
@@ -155,6 +155,7 @@ def restart_envs(
     last_obs: torch.Tensor | dict[str, torch.Tensor] | None,
     needs_reset: list[bool] | None = None,
     pre_reset: list[dict[str, Any] | None] | None = None,
+    in_flight: dict[str, list[Any]] | None = None,
 ) -> None:
     """Bring a freshly made env to where the saved run's envs stood.
 
@@ -167,6 +168,9 @@ def restart_envs(
     - next-step (gymnasium's default), when every env's episode had just ended: the next step resets
       the envs and stores nothing, as the saved run's next step did (see `_step_envs()`);
     - otherwise the envs are reset at the start of the next ``learn`` (the episodes in flight restart).
+
+    At an episode boundary of every env the episode statistics' counters are the saved ones too (``in_flight``:
+    the ended episodes' returns and lengths, which the next reset clears, as in the saved run).
     """
     generators = _env_generators(model)
     if env_rngs is not None:
@@ -188,6 +192,8 @@ def restart_envs(
         # holds; mid-episode they are dropped (as SB3 after a load with force_reset=True): the episodes restart.
         at_boundary = needs_reset is not None and all(needs_reset) and last_obs is not None
         model._last_obs = obs_from_tensors(last_obs) if at_boundary else None
+        if at_boundary:
+            _set_episodes_in_flight(model, in_flight, np.ones(model.n_envs, dtype=bool))
         model._envs_restored = True
         model._needs_reset = np.ones(model.n_envs, dtype=bool)
     elif (
@@ -199,6 +205,7 @@ def restart_envs(
         model._last_obs = obs_from_tensors(last_obs)
         model._needs_reset = np.ones(model.n_envs, dtype=bool)
         model._pending_reset_step = True
+        _set_episodes_in_flight(model, in_flight, model._needs_reset)
     elif _sb3_dummy_env(model) is not None and pre_reset is not None and all(x is not None for x in pre_reset):
         # Every env ended at the saved run's last step and was reset inside it: redo those resets from the
         # generator states recorded before them, which leaves envs and generators where the saved run's were.
@@ -211,30 +218,44 @@ def restart_envs(
 
 
 def keep_envs(
-    model: Any, last_obs: torch.Tensor | dict[str, torch.Tensor], needs_reset: list[bool] | None = None
+    model: Any,
+    last_obs: torch.Tensor | dict[str, torch.Tensor],
+    needs_reset: list[bool] | None = None,
+    in_flight: dict[str, list[Any]] | None = None,
 ) -> None:
     """``load(..., force_reset=False)``: take the envs as they stand, without resetting them (as SB3 does).
 
     The caller says the env passed to ``load`` is the one the model was saved from, still where the saved run
     left it: the saved last observations are the model's again and the next ``learn`` steps the envs on from
     there (envs whose episode had ended are reset before that step, as in the saved run). The envs' generators
-    are left as they are. The episode statistics start from this step, as after a reset.
+    are left as they are. The episode statistics go on with the saved counts of the episodes in flight (files
+    without them: counted from this step, as after a reset).
     """
     model._env_seeded = True
     model._envs_restored = False
     model._last_obs = obs_from_tensors(last_obs)
     ended = np.zeros(model.n_envs, dtype=bool) if needs_reset is None else np.asarray(needs_reset, dtype=bool)
-    # only the loop resets ended envs when the env does not itself (autoreset disabled)
-    model._needs_reset = ended if model._autoreset_mode == AutoresetMode.DISABLED else np.zeros_like(ended)
+    # an env that ended at the saved run's last step is reset by the loop before the next step (autoreset
+    # disabled) or by gymnasium inside it (next-step: that step's row is not a transition); same-step envs
+    # were reset inside the step that ended them
+    model._needs_reset = np.zeros_like(ended) if model._autoreset_mode == AutoresetMode.SAME_STEP else ended
     model._pending_reset_step = False
     model._env_used_outside = False
-    stats = episode_statistics(model._venv)
-    if stats is not None:  # the state a reset gives it: the episodes in flight count from here
-        stats.episode_returns = np.zeros(model.n_envs)
-        stats.episode_lengths = np.zeros(model.n_envs, dtype=int)
-        stats.episode_start_times = np.full(model.n_envs, time.perf_counter())
-        stats.prev_dones = np.zeros(model.n_envs, dtype=bool)
+    _set_episodes_in_flight(model, in_flight, model._needs_reset)
     _restore_recent_episodes(model)
+
+
+def _set_episodes_in_flight(model: Any, in_flight: dict[str, list[Any]] | None, ended: np.ndarray) -> None:
+    """The episode statistics' counters of the episodes in flight: the saved ones (zero without them), and the
+    envs whose episode ended at the last step (the statistics restart those at the next step)."""
+    stats = episode_statistics(model._venv)
+    if stats is None:
+        return
+    n = model.n_envs
+    stats.episode_returns = np.zeros(n) if in_flight is None else np.array(in_flight["returns"], dtype=np.float64)
+    stats.episode_lengths = np.zeros(n, dtype=int) if in_flight is None else np.array(in_flight["lengths"], dtype=int)
+    stats.episode_start_times = np.full(n, time.perf_counter())
+    stats.prev_dones = np.array(ended, dtype=bool)
 
 
 def _restore_recent_episodes(model: Any) -> None:
@@ -252,12 +273,17 @@ def _restore_recent_episodes(model: Any) -> None:
 
 def state_dict(model: Any) -> dict[str, Any]:
     """The envs' records a checkpoint stores (JSON): ``env_rngs`` (each sub-env's generator), ``sb3_pre_reset``
-    (`DummyVecEnv`'s generator states before the resets of its last step) and ``needs_reset``."""
+    (`DummyVecEnv`'s generator states before the resets of its last step), ``needs_reset`` and
+    ``episodes_in_flight`` (the episode statistics' returns and lengths of each env's episode so far)."""
     needs_reset = getattr(model, "_needs_reset", None)
+    stats = episode_statistics(model._venv)
     return {
         "env_rngs": env_rng_states(model),
         "sb3_pre_reset": pre_reset_states(model),
         "needs_reset": None if needs_reset is None else [bool(x) for x in needs_reset],
+        "episodes_in_flight": None
+        if stats is None
+        else {"returns": [float(r) for r in stats.episode_returns], "lengths": [int(n) for n in stats.episode_lengths]},
     }
 
 
@@ -283,7 +309,7 @@ class EnvRecords:
             ``load(..., force_reset=False)``) instead of bringing them to the saved state (`restart_envs()`).
     """
 
-    keys = ("env_rngs", "sb3_pre_reset", "needs_reset", "last_obs")
+    keys = ("env_rngs", "sb3_pre_reset", "needs_reset", "episodes_in_flight", "last_obs")
     """The entries of the state (each optional: older files lack them)."""
 
     def __init__(self, model: Any, saved_n_envs: int | None = None, force_reset: bool = True) -> None:
@@ -331,6 +357,16 @@ class EnvRecords:
             raise ModelFileError(
                 f"training_state: needs_reset must be a list of {n_envs} booleans, got {needs_reset!r}"
             )
+        in_flight = state.get("episodes_in_flight")
+        if in_flight is not None:
+            if not isinstance(in_flight, dict) or set(in_flight) != {"returns", "lengths"}:
+                raise ModelFileError("training_state.episodes_in_flight must hold returns and lengths")
+            for key in ("returns", "lengths"):
+                if not isinstance(in_flight[key], list) or len(in_flight[key]) != n_envs:
+                    raise ModelFileError(f"training_state.episodes_in_flight.{key} must be a list of {n_envs} values")
+            for i, (r, n) in enumerate(zip(in_flight["returns"], in_flight["lengths"])):
+                _number(f"training_state.episodes_in_flight.returns[{i}]", r)
+                _int(f"training_state.episodes_in_flight.lengths[{i}]", n)
         pre_reset = state.get("sb3_pre_reset")
         if pre_reset is not None and (
             not isinstance(pre_reset, list)
@@ -360,7 +396,7 @@ class EnvRecords:
         if self.saved_n_envs != model.n_envs:  # loaded onto another number of envs: every episode restarts
             restart_envs(model, None, None, None)
         elif not self.force_reset and state.get("last_obs") is not None:
-            keep_envs(model, state["last_obs"], state.get("needs_reset"))
+            keep_envs(model, state["last_obs"], state.get("needs_reset"), state.get("episodes_in_flight"))
         else:
             restart_envs(
                 model,
@@ -368,6 +404,7 @@ class EnvRecords:
                 state.get("last_obs"),
                 state.get("needs_reset"),
                 state.get("sb3_pre_reset"),
+                state.get("episodes_in_flight"),
             )
 
 
