@@ -93,8 +93,9 @@ class BaseAlgorithm:
         self._venv: VectorEnv | None = None
         self._env_used_outside = False
         # load() brought the envs to the saved run's state with every env due for the reset the saved run would
-        # do next (autoreset disabled): _last_obs is None, as SB3's after a load with force_reset=True, but the
-        # next learn resets them through that reset, not a fresh one (see rlkit_td3.persistence.env_state.restart_envs)
+        # do next (autoreset disabled; _last_obs is the saved one at an episode boundary, else None as SB3's after a
+        # load with force_reset=True): the next learn resets them through that reset, not a fresh one (see
+        # rlkit_td3.persistence.env_state.restart_envs)
         self._envs_restored = False
         self.observation_space: spaces.Box | None = None
         self.action_space: spaces.Box | None = None
@@ -182,7 +183,9 @@ class BaseAlgorithm:
         ``reset()`` returns the observations, ``step(actions)`` returns ``(obs, rewards, dones, infos)`` and
         resets ended envs at once, with ``infos[i]["terminal_observation"]`` and
         ``infos[i]["TimeLimit.truncated"]``. Stepping or resetting it from outside ``learn`` makes the next
-        ``learn`` start fresh episodes.
+        ``learn`` start fresh episodes. Given to another model (its constructor, ``load(env=...)``, ``set_env``),
+        the view stands for the env behind it, which that model then steps as this one does (so a checkpoint
+        loaded onto it resumes exactly).
         """
         if self._venv is None:
             return None

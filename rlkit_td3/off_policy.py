@@ -558,7 +558,7 @@ class OffPolicyAlgorithm(BaseAlgorithm):
             stats.prev_dones[mask] = False
         self._check_reset_obs(reset_obs, mask)
         self.policy.update_obs_statistics(obs_rows(reset_obs, mask))
-        # after load() every env is due (`_envs_restored`) and there is no last observation to keep
+        # after load() every env is due (`_envs_restored`): the mask covers them all, whatever _last_obs held
         self._last_obs = reset_obs if self._last_obs is None else obs_where(mask, reset_obs, self._last_obs)
         self._envs_restored = False
         self._needs_reset = np.zeros(self.n_envs, dtype=bool)
