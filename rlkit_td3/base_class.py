@@ -22,17 +22,18 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 from rlkit_td3.checks.arguments import ValueAssertionError, check_bool, check_seed
+from rlkit_td3.checks.state import new_run_id
 from rlkit_td3.fileio import model_files
 from rlkit_td3.fileio.serialization import require_bool, spaces_equal
 from rlkit_td3.logger import Logger, configure
 from rlkit_td3.noise import draw_noise, fit_noise_to_envs
 from rlkit_td3.persistence import parameters
-from rlkit_td3.persistence.env_state import exact_resume_problem
+from rlkit_td3.persistence.env_state import apply_pending, exact_resume_problem
 from rlkit_td3.policies import TD3Policy, get_policy_class
 from rlkit_td3.policies.td3_policy import python_scalars
 from rlkit_td3.preprocessing import OBSERVATION_SPACES, check_dict_space, dict_obs_batch, obs_len
 from rlkit_td3.schedules import Schedule, ScheduleLike, as_schedule
-from rlkit_td3.utils import InexactResumeWarning, _check_int, _latest_run_id, get_device
+from rlkit_td3.utils import ReplayBufferRunWarning, _check_int, _latest_run_id, get_device
 from rlkit_td3.vec_env.base_vec_env import VecEnv
 from rlkit_td3.vec_env.gymnasium_bridge import GymnasiumVecEnv
 from rlkit_td3.vec_env.training_env import (
@@ -57,6 +58,9 @@ class BaseAlgorithm:
             at the first ``learn`` by `rlkit_td3.utils.auto_num_threads` (the caller's count, fewer on a busy
             machine) and then kept; an int: that count; ``None``: the caller's setting. `load()` sets it to the
             count the saved run trained at, which exact resume needs.
+        run_id: this run's id, 32 random hex digits (128 bits) made when the model is built, saved in its model
+            files and replay-buffer files and kept by `load()`: `load_replay_buffer()` warns
+            (`rlkit_td3.utils.ReplayBufferRunWarning`) when a buffer file was written by another run.
     """
 
     def __init__(
@@ -84,12 +88,14 @@ class BaseAlgorithm:
         self.verbose = _check_int("verbose", verbose, 0)
         self.seed = None if seed is None else check_seed("seed", seed)
         self.device = get_device(device)
+        self.run_id = new_run_id()
 
         self._venv: VectorEnv | None = None
         self._env_used_outside = False
         # load() brought the envs to the saved run's state with every env due for the reset the saved run would
-        # do next (autoreset disabled): _last_obs is None, as SB3's after a load with force_reset=True, but the
-        # next learn resets them through that reset, not a fresh one (see rlkit_td3.persistence.env_state.restart_envs)
+        # do next (autoreset disabled; _last_obs is the saved one at an episode boundary, else None as SB3's after a
+        # load with force_reset=True): the next learn resets them through that reset, not a fresh one (see
+        # rlkit_td3.persistence.env_state.restart_envs)
         self._envs_restored = False
         self.observation_space: spaces.Box | None = None
         self.action_space: spaces.Box | None = None
@@ -177,7 +183,9 @@ class BaseAlgorithm:
         ``reset()`` returns the observations, ``step(actions)`` returns ``(obs, rewards, dones, infos)`` and
         resets ended envs at once, with ``infos[i]["terminal_observation"]`` and
         ``infos[i]["TimeLimit.truncated"]``. Stepping or resetting it from outside ``learn`` makes the next
-        ``learn`` start fresh episodes.
+        ``learn`` start fresh episodes. Given to another model (its constructor, ``load(env=...)``, ``set_env``),
+        the view stands for the env behind it, which that model then steps as this one does (so a checkpoint
+        loaded onto it resumes exactly).
         """
         if self._venv is None:
             return None
@@ -204,9 +212,11 @@ class BaseAlgorithm:
             env: the new env.
             force_reset: a real ``bool``. ``False`` with the env the model already trains on (``model.get_env()``)
                 keeps its last observations, so the next ``learn`` goes on with the episodes in flight (as SB3);
-                any other env is reset before the model's next step, since the model cannot know its state. After
-                ``load()`` without an env, the first ``set_env`` warns (`rlkit_td3.utils.InexactResumeWarning`):
-                the file's envs' random state is not restored, so training does not go on bit for bit.
+                any other env is reset before the model's next step, since the model cannot know its state.
+                The first ``set_env`` after ``load()`` without an env does what ``load(path, env=env,
+                force_reset=force_reset)`` would have done: the env is brought to the file's envs' state
+                (``True``) or taken as the saved run left it (``False``), so training goes on exactly as from
+                that ``load``.
 
         Raises:
             ValueError: the spaces differ, or the env has more envs than the replay buffer was built for (a
@@ -218,19 +228,15 @@ class BaseAlgorithm:
             return  # the env in use, kept in its state
         vec = as_training_env(env)
         self._check_env_matches(vec)
-        if getattr(self, "_env_state_dropped", False):
-            self._env_state_dropped = False
-            warnings.warn(
-                "set_env() after load() without an env does not resume the saved run exactly: the envs' random "
-                "state saved in the file is not restored; pass env= to load() for an exact resume",
-                InexactResumeWarning,
-                stacklevel=3,
-            )
+        after_load = getattr(self, "_pending_env_records", None) is not None
         self._set_env_and_spaces(vec)
         self._fit_to_env(strict=False)
         self._last_obs = None
         self._envs_restored = False
-        self._rollout = None
+        if after_load:  # the first env after load() without one: as load(path, env=env, force_reset=force_reset)
+            apply_pending(self, force_reset)
+        else:
+            self._rollout = None
 
     def _check_env_matches(self, vec: VectorEnv) -> None:
         for name, mine, theirs in (
@@ -430,19 +436,37 @@ class BaseAlgorithm:
         parameters.set_parameters(self, load_path_or_dict, check_bool("exact_match", exact_match), device)
 
     def save_replay_buffer(self, path: str | os.PathLike[str]) -> None:
-        """Write the filled part of the replay buffer to ``path`` (``.npz``, atomic, no pickle)."""
+        """Write the filled part of the replay buffer to ``path`` (``.npz``, atomic, no pickle), with the model's
+        ``run_id`` in its header."""
+        self.replay_buffer.run_id = self.run_id
         self.replay_buffer.save(path)
 
     def load_replay_buffer(self, path: str | os.PathLike[str]) -> None:
         """Restore a replay buffer written by `save_replay_buffer()`.
 
         A model whose ``replay_buffer`` was set to ``None`` gets a new one of its class and settings first; the
-        buffer then takes the model's ``device`` (as in SB3).
+        buffer then takes the model's ``device`` (as in SB3). A file written by another run (its run id is not
+        the model's ``run_id``) is loaded, as in SB3, with a `rlkit_td3.utils.ReplayBufferRunWarning` naming both
+        ids; a file without a run id (older files) is loaded as it is.
+
+        Raises:
+            ModelFileError: (a ``ValueError``) the file is malformed, its run id included, or does not fit the
+                buffer; nothing was changed.
         """
         if self.replay_buffer is None:
             self.replay_buffer = self._make_replay_buffer(None)
+        self.replay_buffer.run_id = self.run_id
         self.replay_buffer.load(path)
         self.replay_buffer.device = self.device
+        file_run = self.replay_buffer.file_run_id
+        if file_run is not None and file_run != self.run_id:
+            warnings.warn(
+                f"the replay buffer file {os.fspath(path) if isinstance(path, (str, os.PathLike)) else path!r} was "
+                f"written by run {file_run}, not by this model's run {self.run_id}: its transitions are loaded, but "
+                "training does not go on as either run would have",
+                ReplayBufferRunWarning,
+                stacklevel=2,
+            )
 
     def save(
         self,

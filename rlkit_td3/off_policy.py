@@ -281,10 +281,10 @@ class OffPolicyAlgorithm(BaseAlgorithm):
             critic_learning_rate=critic_lr,
         ).to(self.device)
         self.replay_buffer = self._make_replay_buffer(buffer_seed)
+        self.replay_buffer.run_id = self.run_id  # the run its files name (see BaseAlgorithm's run_id)
         self.action_noise = self._make_action_noise(noise_seed)
         self._warmup_rng = np.random.default_rng(warmup_seed)
-        # The target policy smoothing noise has its own generator, so a checkpoint can restore it without
-        # touching torch's global generator.
+        # the target policy smoothing noise's own generator: a checkpoint restores it, not torch's global one
         self._smoothing_rng = torch.Generator(device=self.device)
         if smoothing_seed is None:
             self._smoothing_rng.seed()
@@ -555,7 +555,7 @@ class OffPolicyAlgorithm(BaseAlgorithm):
             stats.prev_dones[mask] = False
         self._check_reset_obs(reset_obs, mask)
         self.policy.update_obs_statistics(obs_rows(reset_obs, mask))
-        # after load() every env is due (`_envs_restored`) and there is no last observation to keep
+        # after load() every env is due (`_envs_restored`): the mask covers them all, whatever _last_obs held
         self._last_obs = reset_obs if self._last_obs is None else obs_where(mask, reset_obs, self._last_obs)
         self._envs_restored = False
         self._needs_reset = np.zeros(self.n_envs, dtype=bool)

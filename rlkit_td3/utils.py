@@ -42,6 +42,12 @@ class InexactResumeWarning(UserWarning):
     saved run would have. Fix: load with the env id, a freshly made env, or the gymnasium vector env itself."""
 
 
+class ReplayBufferRunWarning(InexactResumeWarning):
+    """`load_replay_buffer()` read a replay-buffer file written by another run (its run id is not the model's
+    ``run_id``): allowed, as in Stable-Baselines3, but the model does not go on as either run would have. The message
+    names both ids. The CLI's ``train --resume`` refuses such a file."""
+
+
 _thread_warning_given = False
 
 

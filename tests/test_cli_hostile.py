@@ -15,6 +15,7 @@ import pytest
 
 from rlkit_td3 import TD3
 from rlkit_td3.cli import main
+from rlkit_td3.utils import ReplayBufferRunWarning
 
 TINY = ["--hp", "net_arch=[8]", "learning_starts=100", "batch_size=16"]
 RUN = ["--algo", "td3", "--env", "Pendulum-v1", "--seed", "0", "--eval-freq", "300", "--eval-episodes", "1"]
@@ -115,6 +116,17 @@ def test_train_resume_refuses_a_config_of_another_architecture(run, capsys):
     config["hyperparameters"]["net_arch"] = [16]
     (run / "config.json").write_text(json.dumps(config))
     _one_line_exit_2(_resume(run), capsys, "net_arch")
+
+
+def test_train_resume_refuses_the_replay_buffer_of_another_run(run, capsys):
+    """Another run's buffer of the same shapes (the Python API warns and loads it; a resume must not)."""
+    buffer = run / "checkpoints" / "rl_model_replay_buffer_300_steps.npz"
+    other = _model([8])
+    with pytest.warns(ReplayBufferRunWarning):
+        other.load_replay_buffer(buffer)
+    other.save_replay_buffer(buffer)  # the same transitions and shapes, written by another run
+    checkpoint_run = TD3.load(run / "checkpoints" / "rl_model_300_steps.zip").run_id
+    _one_line_exit_2(_resume(run), capsys, buffer.name, other.run_id, checkpoint_run)
 
 
 def test_an_intact_run_still_resumes(run, capsys):

@@ -11,10 +11,12 @@ import tracemalloc
 import warnings
 import zipfile
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import torch
 from gymnasium import spaces
+from gymnasium.vector import AutoresetMode
 
 from rlkit_td3 import TD3, utils
 from rlkit_td3.buffers import NStepReplayBuffer, PrioritizedReplayBuffer, ReplayBuffer
@@ -366,16 +368,302 @@ def test_a_model_saved_before_its_first_learn_resumes_exactly(tmp_path):
     assert np.array_equal(straight.replay_buffer.observations, resumed.replay_buffer.observations)
 
 
-def test_load_then_set_env_warns_that_the_resume_is_not_exact(tmp_path):
-    from rlkit_td3.utils import InexactResumeWarning
+def _model_file_entries(path) -> dict:
+    """Every entry of a model file: the metadata, the tensors and the replay buffer's arrays."""
+    with zipfile.ZipFile(path) as archive:
+        out = {n: torch.load(io.BytesIO(archive.read(n)), weights_only=True) for n in archive.namelist() if ".pth" in n}
+        out["metadata"] = json.loads(archive.read("metadata.json"))
+        if "replay_buffer.npz" in archive.namelist():
+            with np.load(io.BytesIO(archive.read("replay_buffer.npz")), allow_pickle=False) as buffer:
+                out["buffer"] = {key: buffer[key] for key in buffer.files}
+            out["buffer"]["meta"] = json.loads(out["buffer"]["meta"].tobytes())  # the header, as JSON
+    return out
+
+
+def _differences(a, b, where="") -> list[str]:
+    """The paths at which two nested structures of dicts, lists, tensors and arrays differ."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        if a.keys() != b.keys():
+            return [f"{where} keys {sorted(map(str, a.keys() ^ b.keys()))}"]
+        return [d for key in a for d in _differences(a[key], b[key], f"{where}/{key}")]
+    if isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            return [f"{where} length {len(a)} != {len(b)}"]
+        return [d for i, (x, y) in enumerate(zip(a, b)) for d in _differences(x, y, f"{where}[{i}]")]
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        return [] if a.shape == b.shape and torch.equal(a, b) else [where]
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        return [] if a.shape == b.shape and np.array_equal(a, b) else [where]
+    return [] if a == b else [where]
+
+
+def _save_at(path, k: int):
+    def callback(locals_, globals_):
+        if locals_["self"].num_timesteps == k:
+            locals_["self"].save(path, include_buffer=True)
+        return True
+
+    return callback
+
+
+ENV_KINDS = {"single": lambda: "Pendulum-v1", "make_vec_next_step": lambda: gym.make_vec("Pendulum-v1", 2)}
+
+
+@pytest.mark.parametrize("route", ["load_env", "load_then_set_env"])
+@pytest.mark.parametrize("kind", list(ENV_KINDS))
+def test_resume_onto_another_models_env_is_exact_in_what_it_holds_and_how_it_goes_on(tmp_path, kind, route):
+    """``load(path, env=other.get_env())`` and ``load(path)`` then ``set_env(other.get_env())``: the model holds what
+    the file holds (a save right after the load writes the file's entries again, entry by entry) and the continued
+    run is the uninterrupted one, bit for bit, with no warning (main: the save was refused, the envs' records
+    differed, and the set_env route warned and went on other bits)."""
+    make, checkpoint = ENV_KINDS[kind], tmp_path / "k.zip"
+    kwargs = dict(learning_starts=100, batch_size=16, policy_kwargs={"net_arch": [8]}, seed=3)
+    straight = TD3("MlpPolicy", make(), **kwargs).learn(600, callback=_save_at(checkpoint, 400))  # 400: episodes end
+    straight.save(tmp_path / "straight.zip", include_buffer=True)
+    other = TD3("MlpPolicy", make(), **{**kwargs, "seed": 11}).learn(150)  # its env mid-episode
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", utils.InexactResumeWarning)
+        if route == "load_env":
+            resumed = TD3.load(checkpoint, env=other.get_env())
+        else:
+            resumed = TD3.load(checkpoint)
+            resumed.set_env(other.get_env())
+    resumed.save(tmp_path / "again.zip", include_buffer=True)
+    assert _differences(_model_file_entries(checkpoint), _model_file_entries(tmp_path / "again.zip")) == []
+    resumed.learn(200, reset_num_timesteps=False)
+    resumed.save(tmp_path / "resumed.zip", include_buffer=True)
+    straight_entries = _model_file_entries(tmp_path / "straight.zip")
+    assert _differences(straight_entries, _model_file_entries(tmp_path / "resumed.zip")) == []
+
+
+def _without_run_ids(entries: dict) -> dict:
+    """A model file's entries without the run ids (two runs made apart have different ones)."""
+    entries["metadata"].pop("run_id")
+    entries["buffer"]["meta"].pop("run_id")
+    return entries
+
+
+@pytest.mark.parametrize("steps", [400, 330], ids=["at_episode_ends", "mid_episode"])
+@pytest.mark.parametrize("kind", list(ENV_KINDS))
+def test_force_reset_false_on_the_saved_models_env_goes_on_exactly(tmp_path, kind, steps):
+    """``load(path, env=saved.get_env(), force_reset=False)``: the episodes in flight go on, their statistics
+    included (main: counted afresh from the load; a next-step vector env stored its reset step as a transition)."""
+    make = ENV_KINDS[kind]
+    kwargs = dict(learning_starts=100, batch_size=16, policy_kwargs={"net_arch": [8]}, seed=3)
+    saved = TD3("MlpPolicy", make(), **kwargs).learn(steps)
+    saved.save(tmp_path / "k.zip", include_buffer=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", utils.InexactResumeWarning)
+        resumed = TD3.load(tmp_path / "k.zip", env=saved.get_env(), force_reset=False)
+    resumed.save(tmp_path / "again.zip", include_buffer=True)
+    assert _differences(_model_file_entries(tmp_path / "k.zip"), _model_file_entries(tmp_path / "again.zip")) == []
+    resumed.learn(300, reset_num_timesteps=False).save(tmp_path / "resumed.zip", include_buffer=True)
+    straight = TD3("MlpPolicy", make(), **kwargs).learn(steps).learn(300, reset_num_timesteps=False)
+    straight.save(tmp_path / "straight.zip", include_buffer=True)
+    mine, theirs = (_without_run_ids(_model_file_entries(tmp_path / f)) for f in ("straight.zip", "resumed.zip"))
+    assert _differences(mine, theirs) == []
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        [1.0],
+        {"returns": [0.0]},
+        {"returns": [0.0, 1.0], "lengths": [1, 2]},
+        {"returns": [float("nan")], "lengths": [1]},
+        {"returns": ["1"], "lengths": [1]},
+        {"returns": [0.0], "lengths": [-1]},
+        {"returns": [0.0], "lengths": [1.5]},
+    ],
+)
+def test_malformed_episodes_in_flight_are_refused(tmp_path, bad):
+    _small_model().learn(30).save(tmp_path / "m.zip", include_buffer=True)
+
+    def forge(entries):
+        metadata = json.loads(entries["metadata.json"])
+        metadata["training_state"]["episodes_in_flight"] = bad
+        entries["metadata.json"] = json.dumps(metadata).encode()
+
+    _rewrite_zip(tmp_path / "m.zip", forge)
+    with pytest.raises(ModelFileError, match="episodes_in_flight"):
+        TD3.load(tmp_path / "m.zip", env="Pendulum-v1")
+
+
+def test_load_then_set_env_is_load_with_that_env(tmp_path):
+    """``set_env`` after ``load`` without an env does what ``load(env=...)`` does, for both ``force_reset``."""
+    model = TD3("MlpPolicy", "Pendulum-v1", learning_starts=50, batch_size=16, policy_kwargs={"net_arch": [8]}, seed=3)
+    model.learn(130)  # mid-episode
+    model.save(tmp_path / "m.zip", include_buffer=True)
+    for force_reset in (True, False):
+        direct = TD3.load(tmp_path / "m.zip", env=model.get_env(), force_reset=force_reset)
+        direct.save(tmp_path / "direct.zip", include_buffer=True)
+        later = TD3.load(tmp_path / "m.zip")
+        later.set_env(model.get_env(), force_reset=force_reset)
+        later.save(tmp_path / "later.zip", include_buffer=True)
+        entries = _model_file_entries(tmp_path / "later.zip")
+        assert _differences(_model_file_entries(tmp_path / "direct.zip"), entries) == []
+        # force_reset=False keeps the saved last observation (the episode in flight goes on), True drops it
+        assert ("last_obs" in entries["training_state.pth"]) is (not force_reset)
+    later.set_env("Pendulum-v1")  # only the first set_env after load: then a plain change of env
+    assert later._last_obs is None and later._rollout is None
+
+
+def test_a_user_vec_env_view_warns_at_every_load_and_set_env(tmp_path):
+    """A `VecEnvView` the user made resets ended envs inside ``step()``, unlike the saved run's env: the envs'
+    records cannot be the file's, and every route says so."""
+    from rlkit_td3.vec_env.gymnasium_bridge import VecEnvView
 
     model = TD3("MlpPolicy", "Pendulum-v1", learning_starts=50, batch_size=16, policy_kwargs={"net_arch": [8]}, seed=3)
     model.learn(200)
-    model.save(tmp_path / "m.zip")
-    loaded = TD3.load(tmp_path / "m.zip")
-    with pytest.warns(InexactResumeWarning, match="set_env"):
-        loaded.set_env(model.get_env())
+    model.save(tmp_path / "m.zip", include_buffer=True)
+    for autoreset in (AutoresetMode.DISABLED, AutoresetMode.NEXT_STEP):
+        view = VecEnvView(gym.make_vec("Pendulum-v1", 1, vector_kwargs={"autoreset_mode": autoreset}))
+        with pytest.warns(utils.InexactResumeWarning, match="VecEnvView, which resets ended envs inside step") as rec:
+            TD3.load(tmp_path / "m.zip", env=view)
+        assert rec[0].filename == __file__  # points at the caller's line
+        loaded = TD3.load(tmp_path / "m.zip")
+        with pytest.warns(utils.InexactResumeWarning, match=str(autoreset)) as rec:
+            loaded.set_env(view)
+        assert rec[0].filename == __file__
+
+
+# ---------------------------------------------------------------------------- a run id in replay-buffer files
+def _small_model(seed: int = 0) -> TD3:
+    return TD3("MlpPolicy", "Pendulum-v1", learning_starts=10, batch_size=8, policy_kwargs={"net_arch": [8]}, seed=seed)
+
+
+def _buffer_meta(path) -> dict:
+    with np.load(path, allow_pickle=False) as archive:
+        return json.loads(archive["meta"].tobytes())
+
+
+def _rewrite_buffer_meta(path, change) -> None:
+    """Give ``change`` the header of a buffer file (a path or a ``BytesIO``) to edit in place, and write it back."""
+    with np.load(path, allow_pickle=False) as archive:
+        members = {name: archive[name] for name in archive.files}
+    meta = json.loads(members["meta"].tobytes())
+    change(meta)
+    members["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+    if isinstance(path, io.BytesIO):
+        path.seek(0)
+        path.truncate()
+        np.savez(path, **members)
+        return
+    with open(path, "wb") as fh:
+        np.savez(fh, **members)
+
+
+def _rewrite_zip(path, change) -> None:
+    """Give ``change`` the model file's entries ({name: bytes}) to edit in place, and write them back."""
+    with zipfile.ZipFile(path) as archive:
+        entries = {name: archive.read(name) for name in archive.namelist()}
+    change(entries)
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in entries.items():
+            archive.writestr(name, data)
+
+
+def test_every_model_has_a_run_id_that_its_files_carry_and_load_keeps(tmp_path):
+    model, other = _small_model().learn(30), _small_model()
+    assert len(model.run_id) == 32 and int(model.run_id, 16) >= 0 and model.run_id == model.run_id.lower()
+    assert model.run_id != other.run_id  # random, not derived from the seed
+    model.save(tmp_path / "k.zip", include_buffer=True)
+    model.save_replay_buffer(tmp_path / "buffer.npz")
+    with zipfile.ZipFile(tmp_path / "k.zip") as archive:
+        assert json.loads(archive.read("metadata.json"))["run_id"] == model.run_id
+        buffer_entry = io.BytesIO(archive.read("replay_buffer.npz"))
+    assert _buffer_meta(buffer_entry)["run_id"] == model.run_id
+    assert _buffer_meta(tmp_path / "buffer.npz")["run_id"] == model.run_id
+    loaded = TD3.load(tmp_path / "k.zip", env="Pendulum-v1")
+    assert loaded.run_id == model.run_id  # the run goes on under its id: its next checkpoints say so too
+    loaded.learn(20, reset_num_timesteps=False).save(tmp_path / "k2.zip")
+    assert TD3.load(tmp_path / "k2.zip").run_id == model.run_id
+
+
+def test_loading_another_runs_buffer_warns_naming_both_ids(tmp_path):
+    model, other = _small_model().learn(30), _small_model(seed=1).learn(30)
+    model.save_replay_buffer(tmp_path / "mine.npz")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        loaded.set_env("Pendulum-v1")  # once: the model now trains on an env of its own
-        TD3.load(tmp_path / "m.zip", env=model.get_env())  # onto another model's env: exact, no warning
+        model.load_replay_buffer(tmp_path / "mine.npz")  # its own run: silent
+    with pytest.warns(utils.ReplayBufferRunWarning, match=f"{model.run_id}.*{other.run_id}") as record:
+        other.load_replay_buffer(tmp_path / "mine.npz")  # allowed, as in SB3
+    assert record[0].filename == __file__
+    assert issubclass(utils.ReplayBufferRunWarning, utils.InexactResumeWarning)
+    assert np.array_equal(other.replay_buffer.observations[:30], model.replay_buffer.observations[:30])
+    _rewrite_buffer_meta(tmp_path / "mine.npz", lambda meta: meta.pop("run_id"))  # an older file: no run id
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        other.load_replay_buffer(tmp_path / "mine.npz")
+
+
+BAD_RUN_IDS = [123, None, "abc", "0" * 31, "0" * 33, "A" * 32, "g" * 32, ["0" * 32], "é" * 32]
+
+
+@pytest.mark.parametrize("bad", BAD_RUN_IDS)
+def test_a_bad_run_id_in_a_buffer_file_is_a_model_file_error_naming_it(tmp_path, bad):
+    model = _small_model().learn(30)
+    model.save_replay_buffer(tmp_path / "buffer.npz")
+    _rewrite_buffer_meta(tmp_path / "buffer.npz", lambda meta: meta.update(run_id=bad))
+    before = model.replay_buffer.observations.copy()
+    model.replay_buffer.observations[:] = 0
+    with pytest.raises(ModelFileError, match="replay buffer run_id must be a run id of 32 lowercase hex digits"):
+        model.load_replay_buffer(tmp_path / "buffer.npz")
+    assert not model.replay_buffer.observations.any() and before.any()  # nothing was loaded
+
+
+@pytest.mark.parametrize("bad", BAD_RUN_IDS)
+def test_a_bad_run_id_in_a_model_file_is_a_model_file_error_naming_it(tmp_path, bad):
+    _small_model().save(tmp_path / "m.zip")
+
+    def forge(entries):
+        metadata = json.loads(entries["metadata.json"])
+        metadata["run_id"] = bad
+        entries["metadata.json"] = json.dumps(metadata).encode()
+
+    _rewrite_zip(tmp_path / "m.zip", forge)
+    with pytest.raises(ModelFileError, match="run_id must be a run id of 32 lowercase hex digits"):
+        TD3.load(tmp_path / "m.zip")
+
+
+def test_a_checkpoint_holding_another_runs_buffer_is_refused(tmp_path):
+    model, other = _small_model().learn(30), _small_model(seed=1).learn(30)
+    model.save(tmp_path / "k.zip", include_buffer=True)
+    other.save(tmp_path / "other.zip", include_buffer=True)
+
+    def swap(entries):  # the other run's buffer in this run's checkpoint: same shapes, another run
+        with zipfile.ZipFile(tmp_path / "other.zip") as archive:
+            entries["replay_buffer.npz"] = archive.read("replay_buffer.npz")
+
+    _rewrite_zip(tmp_path / "k.zip", swap)
+    with pytest.raises(ModelFileError, match=f"written by run {other.run_id}, the model file by run {model.run_id}"):
+        TD3.load(tmp_path / "k.zip")
+
+
+def test_files_without_a_run_id_load_as_before(tmp_path):
+    model = _small_model().learn(30)
+    model.save(tmp_path / "k.zip", include_buffer=True)
+
+    def strip(entries):  # a file of a version without run ids
+        metadata = json.loads(entries["metadata.json"])
+        del metadata["run_id"]
+        entries["metadata.json"] = json.dumps(metadata).encode()
+        _rewrite_buffer_meta(buffer := io.BytesIO(entries["replay_buffer.npz"]), lambda meta: meta.pop("run_id"))
+        entries["replay_buffer.npz"] = buffer.getvalue()
+
+    _rewrite_zip(tmp_path / "k.zip", strip)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        loaded = TD3.load(tmp_path / "k.zip")
+    assert len(loaded.run_id) == 32 and loaded.run_id != model.run_id  # a fresh id: the file names no run
+    assert loaded.replay_buffer.size() == 30
+
+
+def test_parameters_do_not_carry_the_run_id(tmp_path):
+    model, other = _small_model().learn(30), _small_model(seed=1)
+    assert set(model.get_parameters()) == {"policy", "actor.optimizer", "critic.optimizer"}
+    model.save(tmp_path / "m.zip")
+    own = other.run_id
+    other.set_parameters(tmp_path / "m.zip")
+    other.set_parameters(model.get_parameters())
+    assert other.run_id == own  # the weights change, the run stays other's

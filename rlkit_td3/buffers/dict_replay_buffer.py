@@ -27,7 +27,7 @@ from rlkit_td3.buffers.replay_buffer import (
     timeouts_as_terminations,
 )
 from rlkit_td3.checks.arguments import check_bool
-from rlkit_td3.checks.state import MAX_BUFFER_META_BYTES
+from rlkit_td3.checks.state import MAX_BUFFER_META_BYTES, run_id_meta
 from rlkit_td3.fileio.file_reader import ZipReader, parse_json, read_npy_member
 from rlkit_td3.fileio.serialization import ModelFileError, atomic_write
 from rlkit_td3.preprocessing import check_dict_space
@@ -252,6 +252,7 @@ class DictReplayBuffer(ReplayBuffer):
             "rng_state": self._rng.bit_generator.state,
             "optimize_memory_usage": False,
             "n_envs": self.n_envs,
+            **run_id_meta(self.run_id),
         }
 
     def _saved_rows(self) -> np.ndarray | slice:
@@ -314,6 +315,7 @@ class DictReplayBuffer(ReplayBuffer):
         rng = np.random.default_rng()
         rng.bit_generator.state = meta["rng_state"]
         self._rng = rng
+        self.file_run_id = meta.get("run_id")
 
     def _check_positions(self, meta: dict, archive: ZipReader):  # noqa: ANN202
         """The rows the file fills and a function that restores the positions (called once the rows are in)."""

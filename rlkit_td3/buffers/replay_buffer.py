@@ -31,7 +31,13 @@ from gymnasium import spaces
 
 from rlkit_td3.buffers.episode_flags import EpisodeFlags
 from rlkit_td3.checks.arguments import check_bool
-from rlkit_td3.checks.state import MAX_BUFFER_META_BYTES, _int, check_allocation, check_numpy_rng_state
+from rlkit_td3.checks.state import (  # check_buffer_meta, check_buffer_rings: also importable from here
+    MAX_BUFFER_META_BYTES,
+    check_allocation,
+    check_buffer_meta,
+    check_buffer_rings,
+    run_id_meta,
+)
 from rlkit_td3.fileio.file_reader import ZipReader, parse_json, read_npy_member
 from rlkit_td3.fileio.serialization import ModelFileError, atomic_write
 from rlkit_td3.preprocessing import OBSERVATION_SPACES, flat_obs_dim, get_obs_shape, is_image_space
@@ -160,6 +166,12 @@ class ReplayBuffer:
     ``add`` also takes Stable-Baselines3's arguments, ``add(obs, next_obs, action, reward, done, infos)``
     (see `sb3_episode_flags`), and ``sample(batch_size, env)`` normalises with a `VecNormalize` as SB3 does.
     """
+
+    run_id: str | None = None
+    """The run whose buffer this is (the owning model's ``run_id``, which the model sets), written into the file's
+    header; ``None`` (a buffer of no model): its files carry no run id."""
+    file_run_id: str | None = None
+    """The run id of the file `load()` last read (``None`` for a file without one: older files)."""
 
     def __init__(
         self,
@@ -541,6 +553,7 @@ class ReplayBuffer:
             "optimize_memory_usage": self.optimize_memory_usage,
             "n_envs": self.n_envs,
             **self._extra_meta(),
+            **run_id_meta(self.run_id),
         }
         if self.optimize_memory_usage:
             filled = self._env_filled_rows()
@@ -629,6 +642,7 @@ class ReplayBuffer:
         rng = np.random.default_rng()
         rng.bit_generator.state = meta["rng_state"]
         self._rng = rng
+        self.file_run_id = meta.get("run_id")
 
     def _check_rows(self, arrays: dict[str, np.ndarray], rows: np.ndarray, meta: dict[str, Any]) -> None:
         """A subclass's checks of a file's arrays (``arrays[name][i]`` goes to row ``rows[i]``), run after every
@@ -674,76 +688,3 @@ class ReplayBuffer:
 
     def __repr__(self) -> str:
         return f"ReplayBuffer(size={self.size()}, buffer_size={self.buffer_size}, n_envs={self.n_envs})"
-
-
-# ---------------------------------------------------------------------------- checks of a buffer file
-def check_buffer_meta(
-    meta: Any,
-    *,
-    obs_shape: tuple[int, ...] | dict[str, tuple[int, ...]],
-    action_dim: int,
-    n_envs: int,
-    optimize_memory_usage: bool,
-) -> dict[str, Any]:
-    """The JSON header of a replay buffer file: types, layout and shapes against the buffer's, ``n_envs`` (which
-    must match for the memory-optimized layout's per-env rings), sampler state.
-
-    ``obs_shape`` is a dict ``{key: shape}`` for a buffer of Dict observations: the file must hold the same keys
-    in the same order (its per-key members are numbered in that order)."""
-    if not isinstance(meta, dict):
-        raise ModelFileError("the replay buffer file's meta is not a JSON object")
-    try:
-        for key in ("full", "optimize_memory_usage"):
-            if not isinstance(meta.get(key), bool):
-                raise ModelFileError(f"replay buffer {key} must be a bool, got {meta.get(key)!r}")
-        if meta["optimize_memory_usage"] != optimize_memory_usage:
-            raise ModelFileError(
-                f"replay buffer file was saved with optimize_memory_usage={meta['optimize_memory_usage']}, "
-                f"this buffer has optimize_memory_usage={optimize_memory_usage}"
-            )
-        file_obs = meta["obs_shape"]
-        if isinstance(obs_shape, dict):
-            expected: Any = {key: list(shape) for key, shape in obs_shape.items()}
-            same_obs = isinstance(file_obs, dict) and list(file_obs.items()) == list(expected.items())
-        else:
-            same_obs = isinstance(file_obs, list) and tuple(file_obs) == tuple(obs_shape)
-        if not same_obs or meta["action_dim"] != action_dim:
-            raise ModelFileError(
-                f"replay buffer file has obs shape {file_obs} and action dim {meta['action_dim']!r}, "
-                f"this buffer has {obs_shape} and {action_dim}"
-            )
-        if _int("replay buffer n_envs", meta["n_envs"], 1, 2**16) != n_envs and optimize_memory_usage:
-            raise ModelFileError(f"replay buffer file has n_envs={meta['n_envs']}, this buffer has n_envs={n_envs}")
-        _int("replay buffer buffer_size", meta["buffer_size"], 1, 2**40)
-        _int("replay buffer size", meta["size"], 0, meta["buffer_size"])
-        _int("replay buffer pos", meta["pos"], 0, meta["buffer_size"] - 1)
-        check_numpy_rng_state("replay buffer rng_state", meta["rng_state"])
-    except KeyError as exc:
-        raise ModelFileError(f"the replay buffer file's meta lacks {exc}") from exc
-    return meta
-
-
-def check_buffer_rings(meta: dict[str, Any], n_envs: int) -> np.ndarray:
-    """Per-env ring positions of a memory-optimized buffer file; returns the filled rows of each env."""
-    try:
-        n_slots = _int("replay buffer n_slots", meta["n_slots"], 2, meta["buffer_size"])
-        lists = {key: meta[key] for key in ("env_pos", "env_full", "env_has_next", "env_filled")}
-    except KeyError as exc:
-        raise ModelFileError(f"the replay buffer file's meta lacks {exc}") from exc
-    for key, value in lists.items():
-        if not isinstance(value, list) or len(value) != n_envs:
-            raise ModelFileError(f"replay buffer {key} must be a list of {n_envs} entries")
-    filled = []
-    for e in range(n_envs):
-        pos = _int(f"replay buffer env_pos[{e}]", lists["env_pos"][e], 0, n_slots - 1)
-        full, has_next = lists["env_full"][e], lists["env_has_next"][e]
-        if not isinstance(full, bool) or not isinstance(has_next, bool):
-            raise ModelFileError(f"replay buffer env_full[{e}] and env_has_next[{e}] must be bools")
-        expected = n_slots if full else pos + int(has_next)
-        if has_next != (full or pos > 0) or lists["env_filled"][e] != expected:
-            raise ModelFileError(
-                f"replay buffer ring {e} is inconsistent: pos={pos}, full={full}, has_next={has_next}, "
-                f"filled={lists['env_filled'][e]!r}"
-            )
-        filled.append(expected)
-    return np.asarray(filled, dtype=np.int64)

@@ -1,9 +1,10 @@
 """The checks of a component's state, whether it comes from a file or from the caller.
 
-Numbers and counters in range, random generator states, memory for what a state asks to allocate, ``.npy``
-members, the classes a file may name (`class_from_name`, through an allow-list), and the policy's and optimizers'
-state (`check_policy_state`, `check_optimizer_state`). It imports nothing of the package but
-`rlkit_td3.checks.errors`, so every component can check its own state with these (see the Architecture page); each
+Numbers and counters in range, random generator states, run ids (`check_run_id`), memory for what a state asks to
+allocate, ``.npy`` members, replay buffer file headers (`check_buffer_meta`), the classes a file may name
+(`class_from_name`, through an allow-list), and the policy's and optimizers' state (`check_policy_state`,
+`check_optimizer_state`). It imports nothing of the package but `rlkit_td3.checks.errors`, so every component can
+check its own state with these (see the Architecture page); each
 raises `ModelFileError` naming the entry.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 import math
 import os
 import resource
+import secrets
 from typing import Any
 
 import numpy as np
@@ -106,6 +108,34 @@ def check_allocation(what: str, nbytes: int) -> None:
         raise ModelFileError(
             f"{what} needs {nbytes / 2**30:.2f} GiB, more than the {available / 2**30:.2f} GiB this process can use"
         )
+
+
+RUN_ID_HEX_DIGITS = 32
+"""A run id: 128 random bits as lowercase hex (`new_run_id`)."""
+
+
+def new_run_id() -> str:
+    """A fresh run id: 128 bits from `secrets`, as 32 lowercase hex digits."""
+    return secrets.token_hex(RUN_ID_HEX_DIGITS // 2)
+
+
+def run_id_meta(run_id: str | None) -> dict[str, str]:
+    """The header entry that carries a buffer's run id: ``{"run_id": run_id}``, or nothing for ``None``."""
+    return {} if run_id is None else {"run_id": run_id}
+
+
+def check_run_id(entry: str, value: Any) -> str:
+    """A run id read from a file: a string of exactly 32 lowercase hex digits.
+
+    Raises:
+        ModelFileError: naming ``entry`` and the value (cut to 80 characters).
+    """
+    if not isinstance(value, str) or len(value) != RUN_ID_HEX_DIGITS or any(c not in "0123456789abcdef" for c in value):
+        raise ModelFileError(
+            f"{entry} must be a run id of {RUN_ID_HEX_DIGITS} lowercase hex digits, got {str(value)[:80]!r} "
+            f"({type(value).__name__})"
+        )
+    return value
 
 
 def check_numpy_rng_state(entry: str, spec: Any) -> None:
@@ -351,3 +381,79 @@ def check_optimizer_state(entry: str, state: Any, optimizer: torch.optim.Optimiz
             else:
                 raise ModelFileError(f"{where}[{key!r}] must be a tensor, got {type(value).__name__}")
     return {"state": per_param, "param_groups": checked_groups}
+
+
+# ---------------------------------------------------------------------------- checks of a replay buffer file
+# (used by every buffer kind, `rlkit_td3.buffers`; importable from `rlkit_td3.buffers.replay_buffer` too)
+def check_buffer_meta(
+    meta: Any,
+    *,
+    obs_shape: tuple[int, ...] | dict[str, tuple[int, ...]],
+    action_dim: int,
+    n_envs: int,
+    optimize_memory_usage: bool,
+) -> dict[str, Any]:
+    """The JSON header of a replay buffer file: types, layout and shapes against the buffer's, ``n_envs`` (which
+    must match for the memory-optimized layout's per-env rings), sampler state.
+
+    ``obs_shape`` is a dict ``{key: shape}`` for a buffer of Dict observations: the file must hold the same keys
+    in the same order (its per-key members are numbered in that order)."""
+    if not isinstance(meta, dict):
+        raise ModelFileError("the replay buffer file's meta is not a JSON object")
+    try:
+        for key in ("full", "optimize_memory_usage"):
+            if not isinstance(meta.get(key), bool):
+                raise ModelFileError(f"replay buffer {key} must be a bool, got {meta.get(key)!r}")
+        if meta["optimize_memory_usage"] != optimize_memory_usage:
+            raise ModelFileError(
+                f"replay buffer file was saved with optimize_memory_usage={meta['optimize_memory_usage']}, "
+                f"this buffer has optimize_memory_usage={optimize_memory_usage}"
+            )
+        file_obs = meta["obs_shape"]
+        if isinstance(obs_shape, dict):
+            expected: Any = {key: list(shape) for key, shape in obs_shape.items()}
+            same_obs = isinstance(file_obs, dict) and list(file_obs.items()) == list(expected.items())
+        else:
+            same_obs = isinstance(file_obs, list) and tuple(file_obs) == tuple(obs_shape)
+        if not same_obs or meta["action_dim"] != action_dim:
+            raise ModelFileError(
+                f"replay buffer file has obs shape {file_obs} and action dim {meta['action_dim']!r}, "
+                f"this buffer has {obs_shape} and {action_dim}"
+            )
+        if _int("replay buffer n_envs", meta["n_envs"], 1, 2**16) != n_envs and optimize_memory_usage:
+            raise ModelFileError(f"replay buffer file has n_envs={meta['n_envs']}, this buffer has n_envs={n_envs}")
+        _int("replay buffer buffer_size", meta["buffer_size"], 1, 2**40)
+        _int("replay buffer size", meta["size"], 0, meta["buffer_size"])
+        _int("replay buffer pos", meta["pos"], 0, meta["buffer_size"] - 1)
+        check_numpy_rng_state("replay buffer rng_state", meta["rng_state"])
+        if "run_id" in meta:  # absent from older files
+            check_run_id("replay buffer run_id", meta["run_id"])
+    except KeyError as exc:
+        raise ModelFileError(f"the replay buffer file's meta lacks {exc}") from exc
+    return meta
+
+
+def check_buffer_rings(meta: dict[str, Any], n_envs: int) -> np.ndarray:
+    """Per-env ring positions of a memory-optimized buffer file; returns the filled rows of each env."""
+    try:
+        n_slots = _int("replay buffer n_slots", meta["n_slots"], 2, meta["buffer_size"])
+        lists = {key: meta[key] for key in ("env_pos", "env_full", "env_has_next", "env_filled")}
+    except KeyError as exc:
+        raise ModelFileError(f"the replay buffer file's meta lacks {exc}") from exc
+    for key, value in lists.items():
+        if not isinstance(value, list) or len(value) != n_envs:
+            raise ModelFileError(f"replay buffer {key} must be a list of {n_envs} entries")
+    filled = []
+    for e in range(n_envs):
+        pos = _int(f"replay buffer env_pos[{e}]", lists["env_pos"][e], 0, n_slots - 1)
+        full, has_next = lists["env_full"][e], lists["env_has_next"][e]
+        if not isinstance(full, bool) or not isinstance(has_next, bool):
+            raise ModelFileError(f"replay buffer env_full[{e}] and env_has_next[{e}] must be bools")
+        expected = n_slots if full else pos + int(has_next)
+        if has_next != (full or pos > 0) or lists["env_filled"][e] != expected:
+            raise ModelFileError(
+                f"replay buffer ring {e} is inconsistent: pos={pos}, full={full}, has_next={has_next}, "
+                f"filled={lists['env_filled'][e]!r}"
+            )
+        filled.append(expected)
+    return np.asarray(filled, dtype=np.int64)

@@ -15,6 +15,7 @@ import difflib
 import io
 import json
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from rlkit_td3.checks.arguments import check_seed
 from rlkit_td3.experiments.presets import ConfigError, algorithm_class, make_model, resolve_config
 from rlkit_td3.fileio.file_reader import parse_json, read_json_file, read_npz_file
 from rlkit_td3.fileio.serialization import atomic_write
+from rlkit_td3.utils import ReplayBufferRunWarning
 
 CHECKPOINT_DIR = "checkpoints"
 RUN_FILES = ("model.zip", "config.json", "monitor.csv", "progress.csv", "evaluations.npz", CHECKPOINT_DIR)
@@ -406,7 +408,14 @@ def _load_checkpoint(model_path: Path, buffer_path: Path, steps: int, env: Any, 
             f"says {steps} steps and the run has n_envs={spec.n_envs}"
         )
     try:
-        model.load_replay_buffer(buffer_path)
+        with warnings.catch_warnings():  # another run's buffer is refused here, not merely warned about
+            warnings.simplefilter("error", ReplayBufferRunWarning)
+            model.load_replay_buffer(buffer_path)
+    except ReplayBufferRunWarning:
+        raise ConfigError(
+            f"cannot resume from {buffer_path}: it was written by run {model.replay_buffer.file_run_id}, the "
+            f"checkpoint {model_path.name} by run {model.run_id}"
+        ) from None
     except (ValueError, TypeError, OSError) as exc:
         raise ConfigError(f"cannot resume from {buffer_path}: {' '.join(str(exc).split())[:300]}") from None
     return model

@@ -28,6 +28,7 @@ import torch
 from gymnasium.vector import VectorEnv
 
 from rlkit_td3.buffers import BUFFER_REGISTRY, ReplayBuffer
+from rlkit_td3.checks.state import check_run_id
 from rlkit_td3.fileio.model_files import FileFormat, algorithm_class, register_format
 from rlkit_td3.fileio.serialization import (
     BUFFER_ENTRY,
@@ -154,6 +155,7 @@ def save(
         "format_version": FORMAT_VERSION,
         "library_version": __version__,
         "algorithm": type(model).__name__,
+        "run_id": model.run_id,
         "hyperparameters": {
             "buffer_size": model.buffer_size,
             "learning_starts": model.learning_starts,
@@ -218,6 +220,8 @@ def save(
         **model.policy.optimizer_state_dict(),
         "training_state": training_tensors,
     }
+    if include_buffer:
+        model.replay_buffer.run_id = model.run_id
     blobs = {BUFFER_ENTRY: model.replay_buffer.to_bytes()} if include_buffer else {}
     write_model_zip(path, metadata, tensors, pickled, blobs)
 
@@ -325,6 +329,8 @@ def _fill_from_file(
     except (TypeError, ValueError) as exc:
         raise CallerArgumentError() from exc
     num_timesteps, n_updates, episode_num = check_counters(metadata["counters"])
+    if "run_id" in metadata:  # the run goes on under its id (older files have none: the model keeps a fresh one)
+        model.run_id = check_run_id("run_id", metadata["run_id"])
     # before anything is built: the stored networks are those declared, the declared buffer fits in memory
     model.policy_class.check_saved_state(observation_space, action_space, model.policy_kwargs, tensors["policy"])
     check_memory = getattr(model.replay_buffer_class, "check_memory", ReplayBuffer.check_memory)
@@ -347,6 +353,12 @@ def _fill_from_file(
     model.num_timesteps, model._n_updates, model._episode_num = num_timesteps, n_updates, episode_num
     if BUFFER_ENTRY in blobs:
         model.replay_buffer.load(io.BytesIO(blobs[BUFFER_ENTRY]))
+        buffer_run = model.replay_buffer.file_run_id
+        if buffer_run is not None and buffer_run != metadata.get("run_id"):
+            raise ModelFileError(
+                f"{BUFFER_ENTRY} was written by run {buffer_run}, the model file by run {metadata.get('run_id')}: "
+                "a checkpoint holds the buffer of its own run"
+            )
     if "training_state" in metadata:
         training_tensors = tensors.get("training_state", {})
         if not isinstance(training_tensors, dict):

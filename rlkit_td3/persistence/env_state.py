@@ -8,6 +8,8 @@ checkpoint of its run could resume exactly.
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 import warnings
 from typing import Any
@@ -16,7 +18,7 @@ import numpy as np
 import torch
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 
-from rlkit_td3.checks.state import check_rng_json
+from rlkit_td3.checks.state import _int, _number, check_rng_json
 from rlkit_td3.fileio.serialization import ModelFileError, rng_state_to_json, set_rng_state
 from rlkit_td3.preprocessing import obs_from_tensors, obs_shapes, obs_to_tensors, stack_obs
 from rlkit_td3.utils import InexactResumeWarning
@@ -107,10 +109,22 @@ def env_rng_states(model: Any) -> list[dict[str, Any]] | None:
     return [rng_state_to_json(rng) for rng in generators]
 
 
+def _outside_stacklevel() -> int:
+    """The ``stacklevel`` that makes a warning issued by the caller of this function point at the first frame
+    outside this library (the user's ``load()`` or ``set_env()``), however deep inside it the warning is issued."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frame, level = sys._getframe(2), 2  # the warning's issuer is level 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package + os.sep):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 def _warn_if_inexact(model: Any, generators: list[Any] | None) -> None:
     """Warn (`InexactResumeWarning`) when the model's env cannot go on from the saved envs' state: its sub-envs'
-    generators are out of reach, or it is a `VecEnvView` (another model's ``get_env()``) of a vector env that
-    resets ended envs otherwise than the view does, so the episode bookkeeping of the saved run is not redone."""
+    generators are out of reach, or it is a `VecEnvView` of a gymnasium vector env, which resets ended envs
+    otherwise than the saved run did, so the episode bookkeeping of the saved run is not redone. (Another model's
+    ``get_env()`` is not such a view here: the model trains on the env behind it, as that model does; see
+    `rlkit_td3.vec_env.training_env.as_training_env`.)"""
     why = None
     base = model._venv.unwrapped
     if generators is None:
@@ -120,18 +134,18 @@ def _warn_if_inexact(model: Any, generators: list[Any] | None) -> None:
         )
     elif isinstance(base, GymnasiumVecEnv) and isinstance(base.sb3_env, VecEnvView):
         mode = AutoresetMode(base.sb3_env.gym_env.metadata.get("autoreset_mode", AutoresetMode.NEXT_STEP))
-        if mode != AutoresetMode.DISABLED:
-            why = (
-                f"it is a view with same-step autoreset (such as another model's get_env()) of a vector env with "
-                f"{mode}: the envs' random state is restored, but their reset bookkeeping is not the saved run's"
-            )
+        why = (
+            f"it is a VecEnvView, which resets ended envs inside step() (same-step autoreset), of a vector env with "
+            f"{mode}: the envs' random state is restored, but their reset bookkeeping (the last observations, the "
+            "resets due) is not the saved run's"
+        )
     if why is not None:
         warnings.warn(
-            f"the env given to load() does not resume the saved run exactly: {why}. Training goes on, not bit "
-            "for bit as the saved run would; for an exact resume pass the env id, a freshly made env or the "
-            "gymnasium vector env itself",
+            f"the env given to load() or set_env() does not resume the saved run exactly: {why}. Training goes on, "
+            "not bit for bit as the saved run would; for an exact resume pass the env id, a freshly made env, the "
+            "gymnasium vector env itself or another model's get_env()",
             InexactResumeWarning,
-            stacklevel=8,  # restart_envs, load_state_dict, _restore_training_state, _fill_from_file, 3 loads
+            stacklevel=_outside_stacklevel(),
         )
 
 
@@ -141,6 +155,7 @@ def restart_envs(
     last_obs: torch.Tensor | dict[str, torch.Tensor] | None,
     needs_reset: list[bool] | None = None,
     pre_reset: list[dict[str, Any] | None] | None = None,
+    in_flight: dict[str, list[Any]] | None = None,
 ) -> None:
     """Bring a freshly made env to where the saved run's envs stood.
 
@@ -153,6 +168,9 @@ def restart_envs(
     - next-step (gymnasium's default), when every env's episode had just ended: the next step resets
       the envs and stores nothing, as the saved run's next step did (see `_step_envs()`);
     - otherwise the envs are reset at the start of the next ``learn`` (the episodes in flight restart).
+
+    At an episode boundary of every env the episode statistics' counters are the saved ones too (``in_flight``:
+    the ended episodes' returns and lengths, which the next reset clears, as in the saved run).
     """
     generators = _env_generators(model)
     if env_rngs is not None:
@@ -166,15 +184,16 @@ def restart_envs(
         base = _gymnasium_base(model)
         if isinstance(base, AsyncVectorEnv):  # the generators are copies: send them back
             base.set_attr("np_random", generators)
-    stats = episode_statistics(model._venv)
-    if stats is not None:  # the recent episodes, for rollout/ep_rew_mean
-        for r, n in getattr(model, "_saved_episode_infos", ()):
-            stats.return_queue.append(r)
-            stats.length_queue.append(n)
+    _restore_recent_episodes(model)
     if model._autoreset_mode == AutoresetMode.DISABLED:
-        # every env is due for the reset the saved run would do next, just before the next step: no last
-        # observation is kept (as SB3 after a load with force_reset=True), and learn does not reset them afresh
-        model._last_obs = None
+        # every env is due for the reset the saved run would do next, just before the next step, and learn does
+        # not reset them afresh. At an episode boundary of every env that reset is the saved run's own, and the
+        # saved last observations (which no step starts from) are kept, so that the model holds what the file
+        # holds; mid-episode they are dropped (as SB3 after a load with force_reset=True): the episodes restart.
+        at_boundary = needs_reset is not None and all(needs_reset) and last_obs is not None
+        model._last_obs = obs_from_tensors(last_obs) if at_boundary else None
+        if at_boundary:
+            _set_episodes_in_flight(model, in_flight, np.ones(model.n_envs, dtype=bool))
         model._envs_restored = True
         model._needs_reset = np.ones(model.n_envs, dtype=bool)
     elif (
@@ -186,6 +205,7 @@ def restart_envs(
         model._last_obs = obs_from_tensors(last_obs)
         model._needs_reset = np.ones(model.n_envs, dtype=bool)
         model._pending_reset_step = True
+        _set_episodes_in_flight(model, in_flight, model._needs_reset)
     elif _sb3_dummy_env(model) is not None and pre_reset is not None and all(x is not None for x in pre_reset):
         # Every env ended at the saved run's last step and was reset inside it: redo those resets from the
         # generator states recorded before them, which leaves envs and generators where the saved run's were.
@@ -198,42 +218,72 @@ def restart_envs(
 
 
 def keep_envs(
-    model: Any, last_obs: torch.Tensor | dict[str, torch.Tensor], needs_reset: list[bool] | None = None
+    model: Any,
+    last_obs: torch.Tensor | dict[str, torch.Tensor],
+    needs_reset: list[bool] | None = None,
+    in_flight: dict[str, list[Any]] | None = None,
 ) -> None:
     """``load(..., force_reset=False)``: take the envs as they stand, without resetting them (as SB3 does).
 
     The caller says the env passed to ``load`` is the one the model was saved from, still where the saved run
     left it: the saved last observations are the model's again and the next ``learn`` steps the envs on from
     there (envs whose episode had ended are reset before that step, as in the saved run). The envs' generators
-    are left as they are. The episode statistics start from this step, as after a reset.
+    are left as they are. The episode statistics go on with the saved counts of the episodes in flight (files
+    without them: counted from this step, as after a reset).
     """
     model._env_seeded = True
     model._envs_restored = False
     model._last_obs = obs_from_tensors(last_obs)
     ended = np.zeros(model.n_envs, dtype=bool) if needs_reset is None else np.asarray(needs_reset, dtype=bool)
-    # only the loop resets ended envs when the env does not itself (autoreset disabled)
-    model._needs_reset = ended if model._autoreset_mode == AutoresetMode.DISABLED else np.zeros_like(ended)
+    # an env that ended at the saved run's last step is reset by the loop before the next step (autoreset
+    # disabled) or by gymnasium inside it (next-step: that step's row is not a transition); same-step envs
+    # were reset inside the step that ended them
+    model._needs_reset = np.zeros_like(ended) if model._autoreset_mode == AutoresetMode.SAME_STEP else ended
     model._pending_reset_step = False
     model._env_used_outside = False
+    _set_episodes_in_flight(model, in_flight, model._needs_reset)
+    _restore_recent_episodes(model)
+
+
+def _set_episodes_in_flight(model: Any, in_flight: dict[str, list[Any]] | None, ended: np.ndarray) -> None:
+    """The episode statistics' counters of the episodes in flight: the saved ones (zero without them), and the
+    envs whose episode ended at the last step (the statistics restart those at the next step)."""
     stats = episode_statistics(model._venv)
-    if stats is not None:  # the state a reset gives it: the episodes in flight count from here
-        stats.episode_returns = np.zeros(model.n_envs)
-        stats.episode_lengths = np.zeros(model.n_envs, dtype=int)
-        stats.episode_start_times = np.full(model.n_envs, time.perf_counter())
-        stats.prev_dones = np.zeros(model.n_envs, dtype=bool)
-        for r, n in getattr(model, "_saved_episode_infos", ()):
-            stats.return_queue.append(r)
-            stats.length_queue.append(n)
+    if stats is None:
+        return
+    n = model.n_envs
+    stats.episode_returns = np.zeros(n) if in_flight is None else np.array(in_flight["returns"], dtype=np.float64)
+    stats.episode_lengths = np.zeros(n, dtype=int) if in_flight is None else np.array(in_flight["lengths"], dtype=int)
+    stats.episode_start_times = np.full(n, time.perf_counter())
+    stats.prev_dones = np.array(ended, dtype=bool)
+
+
+def _restore_recent_episodes(model: Any) -> None:
+    """The saved recent episodes (``rollout/ep_rew_mean``, ``ep_info_buffer``) become the env statistics' records,
+    in place of whatever the env's statistics held before (another model's episodes, on its env)."""
+    stats = episode_statistics(model._venv)
+    if stats is None:
+        return
+    for queue in (stats.return_queue, stats.length_queue, stats.time_queue):
+        queue.clear()
+    for r, n in getattr(model, "_saved_episode_infos", ()):
+        stats.return_queue.append(r)
+        stats.length_queue.append(n)
 
 
 def state_dict(model: Any) -> dict[str, Any]:
     """The envs' records a checkpoint stores (JSON): ``env_rngs`` (each sub-env's generator), ``sb3_pre_reset``
-    (`DummyVecEnv`'s generator states before the resets of its last step) and ``needs_reset``."""
+    (`DummyVecEnv`'s generator states before the resets of its last step), ``needs_reset`` and
+    ``episodes_in_flight`` (the episode statistics' returns and lengths of each env's episode so far)."""
     needs_reset = getattr(model, "_needs_reset", None)
+    stats = episode_statistics(model._venv)
     return {
         "env_rngs": env_rng_states(model),
         "sb3_pre_reset": pre_reset_states(model),
         "needs_reset": None if needs_reset is None else [bool(x) for x in needs_reset],
+        "episodes_in_flight": None
+        if stats is None
+        else {"returns": [float(r) for r in stats.episode_returns], "lengths": [int(n) for n in stats.episode_lengths]},
     }
 
 
@@ -259,7 +309,7 @@ class EnvRecords:
             ``load(..., force_reset=False)``) instead of bringing them to the saved state (`restart_envs()`).
     """
 
-    keys = ("env_rngs", "sb3_pre_reset", "needs_reset", "last_obs")
+    keys = ("env_rngs", "sb3_pre_reset", "needs_reset", "episodes_in_flight", "last_obs")
     """The entries of the state (each optional: older files lack them)."""
 
     def __init__(self, model: Any, saved_n_envs: int | None = None, force_reset: bool = True) -> None:
@@ -307,6 +357,16 @@ class EnvRecords:
             raise ModelFileError(
                 f"training_state: needs_reset must be a list of {n_envs} booleans, got {needs_reset!r}"
             )
+        in_flight = state.get("episodes_in_flight")
+        if in_flight is not None:
+            if not isinstance(in_flight, dict) or set(in_flight) != {"returns", "lengths"}:
+                raise ModelFileError("training_state.episodes_in_flight must hold returns and lengths")
+            for key in ("returns", "lengths"):
+                if not isinstance(in_flight[key], list) or len(in_flight[key]) != n_envs:
+                    raise ModelFileError(f"training_state.episodes_in_flight.{key} must be a list of {n_envs} values")
+            for i, (r, n) in enumerate(zip(in_flight["returns"], in_flight["lengths"])):
+                _number(f"training_state.episodes_in_flight.returns[{i}]", r)
+                _int(f"training_state.episodes_in_flight.lengths[{i}]", n)
         pre_reset = state.get("sb3_pre_reset")
         if pre_reset is not None and (
             not isinstance(pre_reset, list)
@@ -324,8 +384,9 @@ class EnvRecords:
         self.check_state(state)
         model = self.model
         if model._venv is None:
-            # loaded without an env: a later set_env cannot redo the saved envs' state, and says so
-            model._env_state_dropped = bool(model._env_seeded)
+            # loaded without an env: the first set_env brings the env it is given to the saved state, as
+            # load(env=...) would have (`apply_pending`)
+            model._pending_env_records = (self.saved_n_envs, dict(state)) if model._env_seeded else None
             return
         if not model._env_seeded:
             # saved before its first learn: its envs were never reset, and the saved run's first learn resets
@@ -335,7 +396,7 @@ class EnvRecords:
         if self.saved_n_envs != model.n_envs:  # loaded onto another number of envs: every episode restarts
             restart_envs(model, None, None, None)
         elif not self.force_reset and state.get("last_obs") is not None:
-            keep_envs(model, state["last_obs"], state.get("needs_reset"))
+            keep_envs(model, state["last_obs"], state.get("needs_reset"), state.get("episodes_in_flight"))
         else:
             restart_envs(
                 model,
@@ -343,4 +404,16 @@ class EnvRecords:
                 state.get("last_obs"),
                 state.get("needs_reset"),
                 state.get("sb3_pre_reset"),
+                state.get("episodes_in_flight"),
             )
+
+
+def apply_pending(model: Any, force_reset: bool) -> None:
+    """After ``load()`` without an env, the first `set_env()`: bring its env to the saved run's state, exactly as
+    ``load(path, env=env, force_reset=force_reset)`` would have (the file's env records, kept by `EnvRecords`)."""
+    pending = getattr(model, "_pending_env_records", None)
+    if pending is None:
+        return
+    model._pending_env_records = None
+    saved_n_envs, state = pending
+    EnvRecords(model, saved_n_envs, force_reset).load_state_dict(state)

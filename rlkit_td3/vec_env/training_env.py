@@ -241,7 +241,8 @@ def as_training_env(env: Any) -> VectorEnv:
     ended episodes itself, just before the next step, which is what makes a checkpoint at an episode
     boundary resume exactly. A gymnasium vector env is used as it is; a Stable-Baselines3-style ``VecEnv``
     (`rlkit_td3.vec_env`, or any object with its contract) is seen through `GymnasiumVecEnv`, a same-step
-    autoreset vector env. Unless the result already has one, it is then
+    autoreset vector env; another model's ``get_env()`` stands for the env that model trains on, which is used as
+    that model uses it (see `_env_behind_view`). Unless the result already has one, it is then
     wrapped in gymnasium's vector ``RecordEpisodeStatistics``: its last 100 episodes give
     ``rollout/ep_rew_mean`` and ``rollout/ep_len_mean``.
 
@@ -250,6 +251,8 @@ def as_training_env(env: Any) -> VectorEnv:
     """
     if isinstance(env, str):
         env = _make_env_id(env)
+    if isinstance(env, _TrainingEnvView):
+        env = _env_behind_view(env)
     if is_sb3_vec_env(env):
         env = GymnasiumVecEnv(env)
     if isinstance(env, gym.Env):
@@ -264,6 +267,21 @@ def as_training_env(env: Any) -> VectorEnv:
         if isinstance(env.metadata.get("autoreset_mode"), str):
             env.metadata["autoreset_mode"] = AutoresetMode(env.metadata["autoreset_mode"])
         env = RecordEpisodeStatistics(env, buffer_length=100, stats_key=EPISODE_STATS_KEY)
+    return env
+
+
+def _env_behind_view(view: _TrainingEnvView) -> VectorEnv:
+    """The env another model's ``get_env()`` shows, as that model steps it, without that model's own
+    episode-statistics wrapper (the new owner gets its own).
+
+    Training through the view instead would step the env with the view's same-step resets, not the way the other
+    model (and the run a checkpoint saved) stepped it, so a resumed run could not go on exactly. The other model's
+    last observations are stale from here on: its next ``learn`` starts fresh episodes, as after any outside use.
+    """
+    view._model._env_used_outside = True
+    env = view.gym_env
+    if isinstance(env, RecordEpisodeStatistics) and getattr(env, "_stats_key", None) == EPISODE_STATS_KEY:
+        env = env.env
     return env
 
 
