@@ -422,6 +422,8 @@ the pixels about -17.5; one that heads for the target at full speed (from the tr
 # about 4,000 to 5,000 steps, so the budget cannot shrink much; the larger step turns the same features into more
 # return (benchmarks/results/learning_paths/tuning_panda_pixel_2026-11-28.md). The price: the test takes about 2.5
 # times the former one-seed test's time (306 s against 125 s, one thread, the machine shared with other jobs).
+# Not yet safe on every path: at two torch threads (another float path) seeds 0 and 1 score -14.7 and -16.2
+# (benchmarks/results/learning_paths/amd_epyc_2026-11-28_eight_cases_all_paths.md); the suite trains at one.
 
 
 def pixel_returns(policy_fn: Callable[[np.ndarray], np.ndarray], n_episodes: int = 20) -> float:
