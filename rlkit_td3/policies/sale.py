@@ -34,6 +34,59 @@ def _flat(obs: torch.Tensor) -> torch.Tensor:
     return obs.reshape(obs.shape[0], -1)
 
 
+class _CatLinear(torch.autograd.Function):
+    """``linear(cat(parts, 1))`` as ``nn.Linear`` computes it, with a backward that computes the input gradient only
+    of the parts that need one.
+
+    Autograd's ``Linear`` on a joined input computes the gradient of the whole input, and the backward of ``cat``
+    drops the columns of the parts that need none: in TD7's critic update, the embeddings ``[z_sa, z_s]`` (two
+    thirds of the critics' first hidden layer's input); in its actor update, ``z_s`` (half of the actor's, nearly
+    all of ``g``'s). Here each part that needs a gradient gets ``grad @ W[:, its columns]``, the others none. The
+    forward (``addmm``) and the weight and bias gradients are the products autograd makes, so the values are the
+    same up to the rounding of those column products.
+    """
+
+    @staticmethod
+    def forward(ctx, weight: torch.Tensor, bias: torch.Tensor, *parts: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+        joined = torch.cat(parts, dim=1)
+        ctx.save_for_backward(weight, joined)
+        ctx.widths = tuple(part.shape[1] for part in parts)
+        return torch.addmm(bias, joined, weight.t())
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:  # type: ignore[override]
+        weight, joined = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        grad_weight = grad.t().mm(joined) if needs[0] else None
+        grad_bias = grad.sum(0) if needs[1] else None
+        grads, start = [], 0
+        for need, width in zip(needs[2:], ctx.widths):
+            grads.append(grad.mm(weight[:, start : start + width]) if need else None)
+            start += width
+        return (grad_weight, grad_bias, *grads)
+
+
+def _mlp_on_joined(net: nn.Sequential, parts: tuple[torch.Tensor, ...]) -> torch.Tensor:
+    """``net(torch.cat(parts, 1))`` for an MLP whose first module is a ``Linear``: while gradients are recorded, its
+    first layer is `_CatLinear` (no gradient for the parts that need none)."""
+    first = net[0]
+    plain = (
+        not torch.is_grad_enabled()
+        or first.bias is None
+        or first._forward_hooks
+        or first._forward_pre_hooks
+        or not (first.weight.requires_grad or any(part.requires_grad for part in parts))
+    )
+    if plain:
+        return net(torch.cat(parts, dim=1))
+    out = _CatLinear.apply(first.weight, first.bias, *parts)
+    for i, module in enumerate(net):
+        if i:
+            out = module(out)
+    return out
+
+
 class SALEEncoder(nn.Module):
     """The SALE encoders: ``zs(obs)`` (state embedding, AvgL1Norm-ed) and ``zsa(zs, actions)``.
 
@@ -66,7 +119,7 @@ class SALEEncoder(nn.Module):
 
     def zsa(self, zs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
         """The state-action embedding ``z_sa = g(z_s, a)`` (not normalised: it is trained to predict ``z_s'``)."""
-        return self.state_action_encoder(torch.cat([zs, actions], dim=1))
+        return _mlp_on_joined(self.state_action_encoder, (zs, actions))
 
     def loss(self, obs: torch.Tensor, actions: torch.Tensor, next_obs: torch.Tensor) -> torch.Tensor:
         """The encoders' loss: the mean squared error of ``g(f(s), a)`` against ``z_s'`` (without gradient)."""
@@ -118,7 +171,7 @@ class SALEActor(_Linked):
         """Normalised actions; ``zs`` defaults to the linked encoder's embedding of ``obs``."""
         if zs is None:
             zs = self._encoder().zs(obs)
-        return self.mu(torch.cat([avg_l1_norm(self.obs_embedding(_flat(obs))), zs], dim=1))
+        return _mlp_on_joined(self.mu, (avg_l1_norm(self.obs_embedding(_flat(obs))), zs))
 
 
 class _SALEQ(nn.Module):
@@ -127,8 +180,8 @@ class _SALEQ(nn.Module):
         self.sa_embedding = nn.Linear(in_dim, net_arch[0])
         self.q = nn.Sequential(*_mlp(2 * embedding_dim + net_arch[0], list(net_arch), 1, activation_fn))
 
-    def forward(self, sa: torch.Tensor, embeddings: torch.Tensor) -> torch.Tensor:
-        return self.q(torch.cat([avg_l1_norm(self.sa_embedding(sa)), embeddings], dim=1)).squeeze(-1)
+    def forward(self, sa: torch.Tensor, *embeddings: torch.Tensor) -> torch.Tensor:
+        return _mlp_on_joined(self.q, (avg_l1_norm(self.sa_embedding(sa)), *embeddings)).squeeze(-1)
 
 
 class SALECritic(_Linked):
@@ -173,8 +226,7 @@ class SALECritic(_Linked):
         if zsa is None:
             zsa = self._encoder().zsa(zs, actions)
         sa = torch.cat([_flat(obs), actions], dim=1)
-        embeddings = torch.cat([zsa, zs], dim=1)
-        return torch.stack([q(sa, embeddings) for q in self.q_networks])
+        return torch.stack([q(sa, zsa, zs) for q in self.q_networks])
 
     def q1_forward(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
         """The first critic's values, shape ``(batch,)``."""
