@@ -36,6 +36,9 @@ def _flat(obs: torch.Tensor) -> torch.Tensor:
     return obs.reshape(obs.shape[0], -1)
 
 
+_MIN_COLUMNS = 64  # the narrowest input-gradient product `_CatLinear` makes
+
+
 class _CatLinear(torch.autograd.Function):
     """``linear(cat(parts, 1))`` as ``nn.Linear`` computes it, with a backward that computes the input gradient only
     of the parts that need one.
@@ -62,10 +65,24 @@ class _CatLinear(torch.autograd.Function):
         needs = ctx.needs_input_grad
         grad_weight = grad.t().mm(joined) if needs[0] else None
         grad_bias = grad.sum(0) if needs[1] else None
-        grads, start = [], 0
-        for need, width in zip(needs[2:], ctx.widths):
-            grads.append(grad.mm(weight[:, start : start + width]) if need else None)
+        bounds, start = [], 0
+        for width in ctx.widths:
+            bounds.append((start, start + width))
             start += width
+        needed = [bound for need, bound in zip(needs[2:], bounds) if need]
+        grads: list[torch.Tensor | None] = [None] * len(bounds)
+        if needed:
+            # one product over the columns from the first needed part to the last, at least _MIN_COLUMNS wide (a
+            # BLAS may sum a narrow product in another order than the whole one: with that many columns, MKL's
+            # columns are those of autograd's whole product, bit for bit, on the CPUs measured)
+            low, high = needed[0][0], needed[-1][1]
+            if high - low < _MIN_COLUMNS:
+                low = max(0, min(low, high - _MIN_COLUMNS))
+                high = min(start, max(high, low + _MIN_COLUMNS))
+            columns = grad.mm(weight[:, low:high])
+            for i, (need, (a, b)) in enumerate(zip(needs[2:], bounds)):
+                if need:
+                    grads[i] = columns[:, a - low : b - low]
         return (grad_weight, grad_bias, *grads)
 
 
