@@ -5,7 +5,8 @@ random steps (the paper's 25,000 shortened: the speed after it does not depend o
 ``--rounds`` measured blocks of ``--block`` env steps each (whole 1,000-step episodes, so each block holds the batch
 trainings at its episodes' ends: as many updates as steps). The blocks are interleaved (ours, theirs, theirs, ours,
 ...), so a change in the machine's load hits both alike. Reported: each block's steps/s, the medians and their
-ratio (ours / reference).
+ratio (ours / reference); the same in steps per CPU second of the process (on a machine shared with other
+processes, less sensitive to them than the wall time, which counts the time the process waits for a core).
 
 The reference (sfujim/TD7's ``TD7.py`` and ``buffer.py``) is read from ``../shared/reference/td7/`` beside the
 repository (``--reference`` to point elsewhere) and driven by the loop of its ``main.py`` (``train_online`` with
@@ -119,15 +120,21 @@ def main() -> None:
         run.run(args.warmup + args.block)
         print(f"{name}: warm-up and first block {time.perf_counter() - start:.1f} s", flush=True)
     rates: dict[str, list[float]] = {name: [] for name in runs}
+    cpu_rates: dict[str, list[float]] = {name: [] for name in runs}
     for r in range(args.rounds):
         order = list(runs) if r % 2 == 0 else list(runs)[::-1]
         for name in order:
-            start = time.perf_counter()
+            start, cpu_start = time.perf_counter(), time.process_time()
             runs[name].run(args.block)
             rates[name].append(args.block / (time.perf_counter() - start))
-            print(f"round {r}: {name:9s} {rates[name][-1]:6.2f} env steps/s", flush=True)
+            cpu_rates[name].append(args.block / (time.process_time() - cpu_start))
+            cpu = f"({cpu_rates[name][-1]:6.2f} per CPU second)"
+            print(f"round {r}: {name:9s} {rates[name][-1]:6.2f} env steps/s {cpu}", flush=True)
     ours, theirs = float(np.median(rates["rlkit_td3"])), float(np.median(rates["reference"]))
     print(f"median env steps/s: rlkit_td3 {ours:.2f}, reference {theirs:.2f}; ratio {ours / theirs:.2f}")
+    # on a shared machine the CPU time is less sensitive to other processes than the wall time is
+    ours, theirs = float(np.median(cpu_rates["rlkit_td3"])), float(np.median(cpu_rates["reference"]))
+    print(f"median env steps per CPU second: rlkit_td3 {ours:.2f}, reference {theirs:.2f}; ratio {ours / theirs:.2f}")
     print(f"torch {torch.__version__}, {torch.get_num_threads()} thread, CPU capability "
           f"{torch.backends.cpu.get_cpu_capability()}")  # fmt: skip
 

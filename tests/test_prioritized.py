@@ -30,6 +30,17 @@ def _filled(buffer: PrioritizedReplayBuffer, n: int) -> PrioritizedReplayBuffer:
     return buffer
 
 
+def _find_from_root(tree: SumTree, targets: np.ndarray) -> np.ndarray:
+    """`SumTree.find` walked from the root at every level (the tree's own walk skips the levels it would go left)."""
+    nodes, idx, u = tree.nodes, np.ones(len(targets), dtype=np.int64), targets.astype(np.float64)
+    while idx[0] < tree.capacity:
+        left = 2 * idx
+        right = ((u >= nodes[left]) & (nodes[left + 1] > 0.0)) | (nodes[left] <= 0.0)
+        u = np.where(right, u - nodes[left], u)
+        idx = left + right
+    return idx - tree.capacity
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     n_leaves=st.integers(1, 70),
@@ -54,6 +65,7 @@ def test_sum_tree_invariants(n_leaves, updates, chunk):
     if tree.total > 0:
         targets = np.linspace(0.0, np.nextafter(tree.total, 0.0), 97)
         leaves = tree.find(targets)
+        np.testing.assert_array_equal(leaves, _find_from_root(tree, targets))
         assert np.all(tree.leaves[leaves] > 0)
         cumulative = np.cumsum(tree.leaves)
         # each target lies in its leaf's cumulative range (up to rounding of the inner sums)

@@ -90,10 +90,19 @@ class SumTree:
                     nodes[node] = nodes[2 * node] + nodes[2 * node + 1]
                     node >>= 1
             return
+        idx = np.unique(idx)  # sorted: each level's parents then come sorted, equal ones side by side
+        keep = np.ones(len(idx), dtype=bool)
         while True:
             idx = idx >> 1
             if len(idx) > 1:
-                idx = np.unique(idx)
+                np.not_equal(idx[1:], idx[:-1], out=keep[1 : len(idx)])
+                idx = idx[keep[: len(idx)]]
+            if len(idx) == 1:  # one common ancestor: the rest of the way up is a single path
+                node = int(idx[0])
+                while node:
+                    nodes[node] = nodes[2 * node] + nodes[2 * node + 1]
+                    node >>= 1
+                return
             nodes[idx] = nodes[2 * idx] + nodes[2 * idx + 1]
             if idx[0] == 1:
                 return
@@ -109,7 +118,11 @@ class SumTree:
     def find(self, targets: np.ndarray) -> np.ndarray:
         """For each target in ``[0, total)``, the leaf whose cumulative range holds it (never a zero leaf)."""
         nodes = self.nodes
-        idx = np.ones(len(targets), dtype=np.int64)
+        # every walk goes left while the right subtree is empty (a buffer not yet full): start below those levels
+        start = 1
+        while start < self.capacity and nodes[2 * start + 1] == 0.0 and nodes[2 * start] > 0.0:
+            start *= 2
+        idx = np.full(len(targets), start, dtype=np.int64)
         u = np.asarray(targets, dtype=np.float64).copy()
         while idx[0] < self.capacity:
             left = 2 * idx

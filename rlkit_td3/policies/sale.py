@@ -23,8 +23,10 @@ from typing import Any
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from gymnasium import spaces
 from torch import nn
+from torch.nn.modules import module as _module_mod
 
 from rlkit_td3.fileio.serialization import ModelFileError
 from rlkit_td3.policies.declared_size import declared_n_critics
@@ -39,6 +41,118 @@ def avg_l1_norm(x: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
 
 def _flat(obs: torch.Tensor) -> torch.Tensor:
     return obs.reshape(obs.shape[0], -1)
+
+
+_MIN_COLUMNS = 64  # the narrowest input-gradient product `_CatLinear` makes
+
+
+class _CatLinear(torch.autograd.Function):
+    """``linear(cat(parts, 1))`` as ``nn.Linear`` computes it, with a backward that computes the input gradient only
+    of the parts that need one.
+
+    Autograd's ``Linear`` on a joined input computes the gradient of the whole input, and the backward of ``cat``
+    drops the columns of the parts that need none: in TD7's critic update, the embeddings ``[z_sa, z_s]`` (two
+    thirds of the critics' first hidden layer's input); in its actor update, ``z_s`` (half of the actor's, nearly
+    all of ``g``'s). Here each part that needs a gradient gets ``grad @ W[:, its columns]``, the others none. The
+    forward (``addmm``) and the weight and bias gradients are the products autograd makes, so the values are the
+    same up to the rounding of those column products.
+    """
+
+    @staticmethod
+    def forward(ctx, weight: torch.Tensor, bias: torch.Tensor, *parts: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+        joined = torch.cat(parts, dim=1)
+        ctx.save_for_backward(weight, joined)
+        ctx.widths = tuple(part.shape[1] for part in parts)
+        return torch.addmm(bias, joined, weight.t())
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:  # type: ignore[override]
+        weight, joined = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        grad_weight = grad.t().mm(joined) if needs[0] else None
+        grad_bias = grad.sum(0) if needs[1] else None
+        bounds, start = [], 0
+        for width in ctx.widths:
+            bounds.append((start, start + width))
+            start += width
+        needed = [bound for need, bound in zip(needs[2:], bounds) if need]
+        grads: list[torch.Tensor | None] = [None] * len(bounds)
+        if needed:
+            # one product over the columns from the first needed part to the last, at least _MIN_COLUMNS wide (a
+            # BLAS may sum a narrow product in another order than the whole one: with that many columns, MKL's
+            # columns are those of autograd's whole product, bit for bit, on the CPUs measured)
+            low, high = needed[0][0], needed[-1][1]
+            if high - low < _MIN_COLUMNS:
+                low = max(0, min(low, high - _MIN_COLUMNS))
+                high = min(start, max(high, low + _MIN_COLUMNS))
+            columns = grad.mm(weight[:, low:high])
+            for i, (need, (a, b)) in enumerate(zip(needs[2:], bounds)):
+                if need:
+                    grads[i] = columns[:, a - low : b - low]
+        return (grad_weight, grad_bias, *grads)
+
+
+def _has_hooks(module: nn.Module) -> bool:
+    return bool(
+        module._forward_hooks or module._forward_pre_hooks or module._backward_hooks or module._backward_pre_hooks
+    )
+
+
+def _global_hooks() -> bool:
+    return bool(
+        getattr(_module_mod, "_global_forward_hooks", None)
+        or getattr(_module_mod, "_global_forward_pre_hooks", None)
+        or getattr(_module_mod, "_global_backward_hooks", None)
+        or getattr(_module_mod, "_global_backward_pre_hooks", None)
+    )
+
+
+def _run(net: nn.Module, x: torch.Tensor, start: int = 0) -> torch.Tensor:
+    """``net(x)`` for a ``Linear`` or an ``nn.Sequential`` (from its module ``start`` on), calling the functions
+    ``Linear``, ``ELU``, ``ReLU`` and ``Tanh`` call themselves, without ``nn.Module``'s call dispatch (about a tenth
+    of a TD7 update's time on a CPU goes to the Python around its operations). Any other module, a module with
+    hooks, or any global module hook: the module is called."""
+    hooked = _global_hooks()
+    if start == 0 and (hooked or _has_hooks(net)):
+        return net(x)
+    modules = net._modules.values() if type(net) is nn.Sequential else (net,)
+    for i, module in enumerate(modules):
+        if i < start:
+            continue
+        kind = type(module)
+        if hooked or _has_hooks(module):
+            x = module(x)
+        elif kind is nn.Linear:
+            params = module._parameters
+            x = F.linear(x, params["weight"], params["bias"])
+        elif kind is nn.ELU:
+            x = F.elu(x, module.alpha, module.inplace)
+        elif kind is nn.ReLU:
+            x = F.relu(x, inplace=module.inplace)
+        elif kind is nn.Tanh:
+            x = torch.tanh(x)
+        else:
+            x = module(x)
+    return x
+
+
+def _mlp_on_joined(net: nn.Sequential, parts: tuple[torch.Tensor, ...]) -> torch.Tensor:
+    """``net(torch.cat(parts, 1))`` for an MLP whose first module is a ``Linear``: while gradients are recorded, its
+    first layer is `_CatLinear` (no gradient for the parts that need none)."""
+    first = net[0]
+    plain = (
+        not torch.is_grad_enabled()
+        or type(first) is not nn.Linear
+        or first.bias is None
+        or _has_hooks(first)
+        or _has_hooks(net)
+        or _global_hooks()
+        or not (first.weight.requires_grad or any(part.requires_grad for part in parts))
+    )
+    if plain:
+        return _run(net, torch.cat(parts, dim=1))
+    return _run(net, _CatLinear.apply(first.weight, first.bias, *parts), start=1)
 
 
 class SALEEncoder(nn.Module):
@@ -69,11 +183,11 @@ class SALEEncoder(nn.Module):
 
     def zs(self, obs: torch.Tensor) -> torch.Tensor:
         """The state embedding ``z_s = AvgL1Norm(f(s))``."""
-        return avg_l1_norm(self.state_encoder(_flat(obs)))
+        return avg_l1_norm(_run(self.state_encoder, _flat(obs)))
 
     def zsa(self, zs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
         """The state-action embedding ``z_sa = g(z_s, a)`` (not normalised: it is trained to predict ``z_s'``)."""
-        return self.state_action_encoder(torch.cat([zs, actions], dim=1))
+        return _mlp_on_joined(self.state_action_encoder, (zs, actions))
 
     def loss(self, obs: torch.Tensor, actions: torch.Tensor, next_obs: torch.Tensor) -> torch.Tensor:
         """The encoders' loss: the mean squared error of ``g(f(s), a)`` against ``z_s'`` (without gradient)."""
@@ -132,7 +246,7 @@ class SALEActor(_Linked):
         """Normalised actions; ``zs`` defaults to the linked encoder's embedding of ``obs``."""
         if zs is None:
             zs = self._encoder().zs(obs)
-        return self.mu(torch.cat([avg_l1_norm(self.obs_embedding(_flat(obs))), zs], dim=1))
+        return _mlp_on_joined(self.mu, (avg_l1_norm(_run(self.obs_embedding, _flat(obs))), zs))
 
 
 class _SALEQ(nn.Module):
@@ -141,8 +255,8 @@ class _SALEQ(nn.Module):
         self.sa_embedding = nn.Linear(in_dim, net_arch[0])
         self.q = nn.Sequential(*_mlp(2 * embedding_dim + net_arch[0], list(net_arch), 1, activation_fn))
 
-    def forward(self, sa: torch.Tensor, embeddings: torch.Tensor) -> torch.Tensor:
-        return self.q(torch.cat([avg_l1_norm(self.sa_embedding(sa)), embeddings], dim=1)).squeeze(-1)
+    def forward(self, sa: torch.Tensor, *embeddings: torch.Tensor) -> torch.Tensor:
+        return _mlp_on_joined(self.q, (avg_l1_norm(_run(self.sa_embedding, sa)), *embeddings)).squeeze(-1)
 
 
 class SALECritic(_Linked):
@@ -187,8 +301,7 @@ class SALECritic(_Linked):
         if zsa is None:
             zsa = self._encoder().zsa(zs, actions)
         sa = torch.cat([_flat(obs), actions], dim=1)
-        embeddings = torch.cat([zsa, zs], dim=1)
-        return torch.stack([q(sa, embeddings) for q in self.q_networks])
+        return torch.stack([q(sa, zsa, zs) for q in self.q_networks])
 
     def q1_forward(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
         """The first critic's values, shape ``(batch,)``."""

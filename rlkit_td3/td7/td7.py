@@ -312,11 +312,19 @@ class TD7(OffPolicyAlgorithm):
         self._n_critic_losses += 1
 
         if update_actor:
-            # ascend the mean of every critic's value of pi(s) (the authors' actor loss)
-            pi = policy.actor(obs, zs)
-            actor_loss = -policy.critic(obs, pi, zs, policy.fixed_encoder.zsa(zs, pi)).mean()
-            zero_grad(policy.actor_optimizer)
-            actor_loss.backward()
+            # ascend the mean of every critic's value of pi(s) (the authors' actor loss); the critic's weights are
+            # constants here: autograd computes no gradient for them (the authors' code computes and discards them)
+            frozen = [param for param in policy.critic.parameters() if param.requires_grad]
+            for param in frozen:
+                param.requires_grad_(False)
+            try:
+                pi = policy.actor(obs, zs)
+                actor_loss = -policy.critic(obs, pi, zs, policy.fixed_encoder.zsa(zs, pi)).mean()
+                zero_grad(policy.actor_optimizer)
+                actor_loss.backward()
+            finally:
+                for param in frozen:
+                    param.requires_grad_(True)
             optimizer_step(policy.actor_optimizer)
             self._actor_loss_sum += actor_loss.detach()
             self._n_actor_losses += 1
