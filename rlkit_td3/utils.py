@@ -22,6 +22,8 @@ import gymnasium as gym
 import numpy as np
 import torch
 from gymnasium import spaces
+from torch import nn
+from torch.nn.modules import module as _torch_module
 
 from rlkit_td3.checks.arguments import ValueAssertionError as ValueAssertionError  # noqa: F401  (public here, as before)
 from rlkit_td3.checks.arguments import check_bool, check_seed
@@ -404,3 +406,22 @@ def _check_device(device: Any) -> torch.device:
         return get_device(device)
     except RuntimeError as exc:
         raise ValueError(f"device {device!r} is not a valid torch device ({exc})") from exc
+
+
+def module_has_hooks(module: nn.Module) -> bool:
+    """Whether ``module`` has its own forward or backward hooks: code that calls a module's layers directly (the
+    fused update, SALE's joined first layers) falls back to calling the module when it has."""
+    return bool(
+        module._forward_hooks or module._forward_pre_hooks or module._backward_hooks or module._backward_pre_hooks
+    )
+
+
+def global_module_hooks() -> bool:
+    """Whether a global module hook (``torch.nn.modules.module.register_module_forward_hook`` and its kin) is set:
+    then every module must be called as a module."""
+    return bool(
+        getattr(_torch_module, "_global_forward_hooks", None)
+        or getattr(_torch_module, "_global_forward_pre_hooks", None)
+        or getattr(_torch_module, "_global_backward_hooks", None)
+        or getattr(_torch_module, "_global_backward_pre_hooks", None)
+    )

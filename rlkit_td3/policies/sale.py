@@ -26,12 +26,12 @@ import torch
 import torch.nn.functional as F
 from gymnasium import spaces
 from torch import nn
-from torch.nn.modules import module as _module_mod
 
 from rlkit_td3.fileio.serialization import ModelFileError
 from rlkit_td3.policies.declared_size import declared_n_critics
 from rlkit_td3.policies.networks import DEFAULT_NET_ARCH, _mlp, parse_net_arch
 from rlkit_td3.preprocessing import is_image_space
+from rlkit_td3.utils import global_module_hooks, module_has_hooks
 
 
 def avg_l1_norm(x: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
@@ -93,35 +93,20 @@ class _CatLinear(torch.autograd.Function):
         return (grad_weight, grad_bias, *grads)
 
 
-def _has_hooks(module: nn.Module) -> bool:
-    return bool(
-        module._forward_hooks or module._forward_pre_hooks or module._backward_hooks or module._backward_pre_hooks
-    )
-
-
-def _global_hooks() -> bool:
-    return bool(
-        getattr(_module_mod, "_global_forward_hooks", None)
-        or getattr(_module_mod, "_global_forward_pre_hooks", None)
-        or getattr(_module_mod, "_global_backward_hooks", None)
-        or getattr(_module_mod, "_global_backward_pre_hooks", None)
-    )
-
-
 def _run(net: nn.Module, x: torch.Tensor, start: int = 0) -> torch.Tensor:
     """``net(x)`` for a ``Linear`` or an ``nn.Sequential`` (from its module ``start`` on), calling the functions
     ``Linear``, ``ELU``, ``ReLU`` and ``Tanh`` call themselves, without ``nn.Module``'s call dispatch (about a tenth
     of a TD7 update's time on a CPU goes to the Python around its operations). Any other module, a module with
     hooks, or any global module hook: the module is called."""
-    hooked = _global_hooks()
-    if start == 0 and (hooked or _has_hooks(net)):
+    hooked = global_module_hooks()
+    if start == 0 and (hooked or module_has_hooks(net)):
         return net(x)
     modules = net._modules.values() if type(net) is nn.Sequential else (net,)
     for i, module in enumerate(modules):
         if i < start:
             continue
         kind = type(module)
-        if hooked or _has_hooks(module):
+        if hooked or module_has_hooks(module):
             x = module(x)
         elif kind is nn.Linear:
             params = module._parameters
@@ -145,9 +130,9 @@ def _mlp_on_joined(net: nn.Sequential, parts: tuple[torch.Tensor, ...]) -> torch
         not torch.is_grad_enabled()
         or type(first) is not nn.Linear
         or first.bias is None
-        or _has_hooks(first)
-        or _has_hooks(net)
-        or _global_hooks()
+        or module_has_hooks(first)
+        or module_has_hooks(net)
+        or global_module_hooks()
         or not (first.weight.requires_grad or any(part.requires_grad for part in parts))
     )
     if plain:

@@ -64,7 +64,6 @@ from typing import Any
 
 import torch
 from torch import nn
-from torch.nn.modules import module as _module_mod
 
 from rlkit_td3.buffers import ReplayBufferSamples
 from rlkit_td3.fileio.serialization import ModelFileError
@@ -85,26 +84,12 @@ from rlkit_td3.update.matmul_choice import (  # noqa: F401  (the choice's names:
     resolve_matmul,
 )
 from rlkit_td3.update.optim import optimizer_step
+from rlkit_td3.utils import global_module_hooks, module_has_hooks
 
 _threshold_backward = torch.ops.aten.threshold_backward.grad_input
 _tanh_backward = torch.ops.aten.tanh_backward.grad_input
 _FLATTEN_TYPES = (FlattenExtractor, _FlattenBatch)
 _DTYPES = (torch.float32, torch.float64)
-
-
-def _has_module_hooks(module: nn.Module) -> bool:
-    return bool(
-        module._forward_hooks or module._forward_pre_hooks or module._backward_hooks or module._backward_pre_hooks
-    )
-
-
-def _global_hooks() -> bool:
-    return bool(
-        getattr(_module_mod, "_global_forward_hooks", None)
-        or getattr(_module_mod, "_global_forward_pre_hooks", None)
-        or getattr(_module_mod, "_global_backward_hooks", None)
-        or getattr(_module_mod, "_global_backward_pre_hooks", None)
-    )
 
 
 def _param_has_hooks(param: torch.Tensor) -> bool:
@@ -321,7 +306,8 @@ class FusedUpdate:
             held = [p for group in opt.param_groups for p in group["params"]]
             if len(held) != len(own) or {id(p) for p in held} != {id(p) for p in own}:
                 return "an optimizer does not hold exactly its network's parameters"
-        if _global_hooks() or any(_has_module_hooks(m) for m in _modules(policy)) or any(map(_param_has_hooks, params)):
+        hooked = any(module_has_hooks(m) for m in _modules(policy)) or any(map(_param_has_hooks, params))
+        if global_module_hooks() or hooked:
             return "a module or parameter has hooks"
         return None
 
@@ -347,7 +333,7 @@ class FusedUpdate:
             while stack:
                 module = stack.pop()
                 append(id(module))
-                append(_has_module_hooks(module))
+                append(module_has_hooks(module))
                 for p in module._parameters.values():
                     if p is not None:
                         append((id(p), p.data_ptr(), p.shape, p.dtype, p.requires_grad, _param_has_hooks(p)))
@@ -358,7 +344,7 @@ class FusedUpdate:
         """Whether ``batch`` is one the fused step covers: a plain `ReplayBufferSamples` of this batch size whose
         observations and actions have the parameters' dtype and the expected sizes, with gradients enabled and no
         global module hooks."""
-        if type(batch) is not ReplayBufferSamples or not torch.is_grad_enabled() or _global_hooks():
+        if type(batch) is not ReplayBufferSamples or not torch.is_grad_enabled() or global_module_hooks():
             return False
         B, dtype = self.B, self.dtype
         obs, next_obs, actions = batch.observations, batch.next_observations, batch.actions
