@@ -17,7 +17,7 @@ optuna = pytest.importorskip("optuna", reason="the tune extra")
 
 from rlkit_td3.cli import main  # noqa: E402
 from rlkit_td3.experiments import ConfigError, RunSpec, resolve_config  # noqa: E402
-from rlkit_td3.experiments.tuning import tune  # noqa: E402
+from rlkit_td3.experiments.tuning import open_storage, tune  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SPACE = "space:\n  net_arch: {choices: ['16', '16x16']}\n  learning_starts: {choices: [100, 200]}\n"
@@ -238,3 +238,28 @@ def test_td7_has_a_sourced_space_and_a_tiny_study_runs(tmp_path):
     assert [t.state.name for t in study.trials].count("COMPLETE") >= 1
     assert {"learning_rate", "target_update_interval", "batch_size_pow"} <= set(study.trials[0].params)
     assert "TD7.py" in (out / "summary.md").read_text()
+
+
+@pytest.mark.parametrize(
+    "race", ["table trials already exists", "database is locked", "UNIQUE constraint failed: alembic_version"]
+)
+def test_opening_a_new_sqlite_storage_survives_another_process_creating_it(tmp_path, monkeypatch, race):
+    # Two processes creating one new SQLite database's tables at once: the loser's CREATE TABLE finds the table
+    # made ("already exists", an OperationalError), or its version row taken (an IntegrityError); it must try again.
+    class OperationalError(Exception):
+        pass
+
+    class IntegrityError(Exception):
+        pass
+
+    real, calls = optuna.storages.RDBStorage, []
+
+    def racing(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            raise (IntegrityError if "UNIQUE" in race else OperationalError)(race)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(optuna.storages, "RDBStorage", racing)
+    storage = open_storage(f"sqlite:///{tmp_path / 'new.db'}")
+    assert len(calls) == 2 and storage is not None

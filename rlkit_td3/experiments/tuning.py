@@ -136,8 +136,13 @@ def open_storage(url: str) -> Any:
                         heartbeat_stale_trial_callback=optuna.storages.RetryHeartbeatStaleTrialCallback(MAX_RETRIES),
                     )
             except Exception as exc:
-                # two processes creating the same new database's tables at once: the loser finds them made
-                if attempt == 4 or type(exc).__name__ != "IntegrityError":
+                # two processes creating the same new database's tables at once: the loser finds them made (an
+                # IntegrityError, or SQLite's "table ... already exists" / "database is locked"): try again
+                message = str(exc).lower()
+                racing = type(exc).__name__ == "IntegrityError" or (
+                    type(exc).__name__ == "OperationalError" and ("already exists" in message or "locked" in message)
+                )
+                if attempt == 4 or not racing:
                     raise
                 time.sleep(0.2 * (attempt + 1))
     except ConfigError:
