@@ -23,7 +23,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from rlkit_td3 import DDPG, TD3, HerReplayBuffer
+from rlkit_td3 import DDPG, TD3, TD7, HerReplayBuffer
 from rlkit_td3.evaluation import evaluate_policy
 from rlkit_td3.noise import NormalActionNoise
 
@@ -416,14 +416,13 @@ PIXEL_THRESHOLD = -13.0
 """Mean return over 20 episodes of 20 steps with a random target: an agent that stays put scores about -17.6 (the
 mean distance between two uniform points, about 0.9, per step), random actions about -20.0, the best linear policy on
 the pixels about -17.5; one that heads for the target at full speed (from the true positions) about -1.0."""
-# Three seeds at 5,000 steps with a step of 0.3 (one seed at 8,000 steps with a step of 0.2 before: seed 0 scored
-# -9.8). Measured on an AMD EPYC (Zen 3), one torch thread, seeds 0, 1, 2: -11.5, -14.0, -11.8 (median -11.8); seed 0
-# scores -17.4, -13.5, -11.5 after 3,000, 4,000, 5,000 steps. With every setting tried the CNN's features form after
-# about 4,000 to 5,000 steps, so the budget cannot shrink much; the larger step turns the same features into more
-# return (benchmarks/results/learning_paths/tuning_panda_pixel_2026-11-28.md). The price: the test takes about 2.5
-# times the former one-seed test's time (306 s against 125 s, one thread, the machine shared with other jobs).
-# Not yet safe on every path: at two torch threads (another float path) seeds 0 and 1 score -14.7 and -16.2
-# (benchmarks/results/learning_paths/amd_epyc_2026-11-28_eight_cases_all_paths.md); the suite trains at one.
+# Three seeds at 5,000 steps with a step of 0.3 and a LayerNorm in each critic's hidden layers (critic_layer_norm).
+# Measured on an AMD EPYC (family 25, model 17), seeds 0, 1, 2: -8.8, -10.2, -9.6 at one torch thread (median -9.6),
+# -9.6, -10.1, -14.7 at two (median -10.1). Without the LayerNorm the critic's features formed after about 4,000 to
+# 5,000 steps and the median sat at the threshold (-11.5, -14.0, -11.8 at one thread; -14.7, -16.2 at two); with it
+# they form by about 3,000 (benchmarks/results/learning_paths/tuning_panda_pixel_2026-11-28.md). A seed can still
+# run its mass into a wall early (seed 2 at two threads: -30.0 at 3,000 steps) and recover late: the median of three
+# absorbs one such seed.
 
 
 def pixel_returns(policy_fn: Callable[[np.ndarray], np.ndarray], n_episodes: int = 20) -> float:
@@ -452,7 +451,11 @@ def _build_pixels(seed: int) -> Any:
         gamma=0.9,
         actor_learning_rate=3e-4,  # a slower actor keeps tanh from saturating while the critic's features form
         action_noise=NormalActionNoise(np.zeros(2), 0.3 * np.ones(2)),
-        policy_kwargs=dict(net_arch=[64, 64], features_extractor_kwargs=dict(features_dim=64)),
+        policy_kwargs=dict(
+            net_arch=[64, 64],
+            features_extractor_kwargs=dict(features_dim=64),
+            critic_layer_norm=True,  # the critic's features form in about 3,000 steps instead of 5,000
+        ),
     )
 
 
@@ -462,6 +465,52 @@ def _train_pixels(model: Any) -> float:
 
 
 PIXEL_REACH = LearningCase("pixel_reach_cnn", _build_pixels, _train_pixels, PIXEL_THRESHOLD)
+
+
+# TD7 and TD3 with SALE on Pendulum-v1 (tests/test_td7_learning.py, tests/test_sale_learning.py) ---------------
+TD7_PENDULUM = dict(
+    learning_starts=1_000,
+    buffer_size=10_000,
+    batch_size=64,
+    gamma=0.98,
+    target_update_interval=100,
+    policy_kwargs=dict(net_arch=[64, 64], embedding_dim=32, encoder_net_arch=[64, 64]),
+)
+TD7_BUDGET = 7_000
+# Small networks and a short budget (the paper's networks are [256, 256], 25k warm-up steps). TD7 trains its policy
+# at episode ends (policy checkpoints), so 7,000 steps make about 5,800 updates.
+
+
+def _build_td7(seed: int) -> Any:
+    return TD7("MlpPolicy", "Pendulum-v1", seed=seed, **TD7_PENDULUM)
+
+
+def _train_td7(model: Any) -> float:
+    model.learn(TD7_BUDGET)
+    return evaluate_policy(model, "Pendulum-v1", n_eval_episodes=10, seed=1000)[0]  # the checkpoint policy
+
+
+TD7_PENDULUM_CASE = LearningCase("pendulum_td7", _build_td7, _train_td7, PENDULUM_THRESHOLD)
+
+SALE_PENDULUM = dict(
+    learning_starts=1_000,
+    buffer_size=10_000,
+    batch_size=64,
+    gamma=0.98,
+    policy_kwargs=dict(
+        net_arch=[64, 64],
+        representation="sale",
+        representation_kwargs=dict(embedding_dim=32, net_arch=[64, 64], target_update_interval=100),
+    ),
+)
+# TD3 with the SALE encoders (policy_kwargs representation="sale"), the plain TD3 case's budget and threshold.
+
+
+def _build_sale(seed: int) -> Any:
+    return TD3("MlpPolicy", "Pendulum-v1", seed=seed, **SALE_PENDULUM)
+
+
+SALE_PENDULUM_CASE = LearningCase("pendulum_td3_sale", _build_sale, _train_pendulum, PENDULUM_THRESHOLD)
 
 
 CASES: dict[str, LearningCase] = {
@@ -475,6 +524,8 @@ CASES: dict[str, LearningCase] = {
         BIT_FLIPPING_ALONE,
         PANDA_REACH,
         PIXEL_REACH,
+        TD7_PENDULUM_CASE,
+        SALE_PENDULUM_CASE,
     )
 }
 """Every learning case of the suite, by name (``panda_reach_her`` needs panda-gym, the robotics extra)."""
