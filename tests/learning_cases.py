@@ -131,7 +131,7 @@ def run_case(case: LearningCase, path: FloatPath = TEST_PATH) -> CaseResult:
 # Pendulum-v1 (tests/test_learning.py) ------------------------------------------------------------------------
 PENDULUM = dict(learning_starts=1000, gamma=0.98, policy_kwargs={"net_arch": [64, 64]})
 PENDULUM_BUDGET, PENDULUM_THRESHOLD = 6000, -400.0
-# Measured on an AMD EPYC (Zen 3), seeds 0, 1, 2 (benchmarks/results/learning_paths/): TD3 -107, -107, -217 with the
+# Measured on an AMD EPYC (Zen 4), seeds 0, 1, 2 (benchmarks/results/learning_paths/): TD3 -107, -107, -217 with the
 # reference products, -122, -136, -163 with oneDNN's; DDPG -86, -86, -86 and -86, -87, -104. An untrained policy
 # scores about -1,200 to -1,500; seed 0 of TD3 is at -771 after 4,000 steps and -165 after 5,000, so the budget
 # leaves about 1,000 steps of margin and the threshold about 200.
@@ -164,7 +164,7 @@ class ScaledPendulum(gym.ObservationWrapper):
 
 
 NORMALIZE_OBS_BUDGET, NORMALIZE_OBS_THRESHOLD = 6000, -600.0
-# Measured on an AMD EPYC (Zen 3), seeds 0, 1, 2: -139, -138, -141 with the reference products, -137, -138, -137
+# Measured on an AMD EPYC (Zen 4), seeds 0, 1, 2: -139, -138, -141 with the reference products, -137, -138, -137
 # with oneDNN's (benchmarks/results/learning_paths/).
 
 
@@ -184,7 +184,7 @@ NORMALIZE_OBS = LearningCase("normalize_obs", _build_scaled, _train_scaled, NORM
 # InvertedPendulumBulletEnv-v0 (tests/test_bullet_learning.py) -------------------------------------------------
 BULLET_ENV = "InvertedPendulumBulletEnv-v0"
 BULLET_MAX_STEPS, BULLET_EVAL_EVERY, BULLET_THRESHOLD = 20_000, 1000, 150.0
-# The bar is learning to balance, not the env's 950: measured on an AMD EPYC (Zen 3) with the reference products,
+# The bar is learning to balance, not the env's 950: measured on an AMD EPYC (Zen 4) with the reference products,
 # seeds 0, 1, 2 reach a best evaluation of 339, 232 and 1000 within 20,000 steps (run to 950), where an untrained
 # policy scores 25.1, 28.0 and 20.7 (10 episodes). Reaching 950 within the budget depends on the seed (published TD3
 # results vary as much: anchors §5, 901 ± 297 over 10 seeds at 1M steps), so a test at 950 hangs on trajectories.
@@ -253,7 +253,7 @@ def make_bit_flipping(n_bits: int = 10) -> gym.Env:
 
 
 BIT_FLIPPING_BITS, BIT_FLIPPING_BUDGET = 10, 4000
-# Measured on an AMD EPYC (Zen 3), one torch thread, seeds 0, 1, 2 (benchmarks/results/learning_paths/): with HER
+# Measured on an AMD EPYC (Zen 4), one torch thread, seeds 0, 1, 2 (benchmarks/results/learning_paths/): with HER
 # 0.60, 0.46, 0.58 (threshold 0.3); TD3 alone 0.0, 0.0, 0.0 (threshold 0.1). Seed 0 with HER climbs 0.30, 0.60,
 # 0.84, 0.86 at 2,000, 4,000, 6,000, 8,000 steps: a threshold near the plateau (the former 0.9 at 8,000) decides on
 # rounding, the learning itself does not.
@@ -318,7 +318,7 @@ PANDA_NET_ARCH = [64, 64]
 PANDA_BUDGET, PANDA_THRESHOLD, PANDA_EVAL_EPISODES = 3000, 0.9, 30
 # A cheaper and faster-learning variant of docs/her.md's settings ([256, 256], batch 256, learning rate 1e-3,
 # learning_starts 1,000), with which seed 0 reaches 1.0 at 4,000 steps but seeds 1 and 2 need 12,000
-# (benchmarks/results/her_panda_reach.json). With these, measured on an AMD EPYC (Zen 3), one torch thread, 20
+# (benchmarks/results/her_panda_reach.json). With these, measured on an AMD EPYC (Zen 4), one torch thread, 20
 # evaluation episodes: seeds 0, 1, 2 score 0.70, 0.95, 0.90 at 2,000 steps, 1.00, 1.00, 0.95 at 2,500 and 1.00 at
 # 3,000 and 3,500 (benchmarks/results/learning_paths/: tuning_panda_pixel_2026-11-28.md, and every float path).
 
