@@ -7,7 +7,8 @@ seeds and passes on the **median** of their scores (with three seeds: at least t
 solves with margin on every float path this library takes (`PATHS`).
 
 The tests (``tests/test_learning.py``, ``tests/test_bullet_learning.py``, ``tests/test_her.py``,
-``tests/test_panda.py``, ``tests/test_cnn_policy.py``, ``tests/test_obs_normalization.py``) run these cases, and
+``tests/test_panda.py``, ``tests/test_cnn_policy.py``, ``tests/test_obs_normalization.py``,
+``tests/test_td7_learning.py``, ``tests/test_sale_learning.py``) run these cases, and
 ``benchmarks/learning_paths.py`` runs each of them under each path and prints the table (case x path: median,
 threshold, pass): one definition, so the table and the tests cannot drift.
 """
