@@ -25,7 +25,8 @@ Launch (1 torch thread per run, two processes at a time, in the background: abou
     python benchmarks/td7_halfcheetah.py --out /work/sweeps/td7_halfcheetah_300k --summarize
 
 A quick check of the whole path (tiny, minutes): ``--steps 2000 --eval-every 1000 --eval-episodes 1
---learning-starts 500``.
+--learning-starts 500``. ``--env`` runs another env the same way (e.g. ``--env Walker2DBulletEnv-v0 --algos td7``,
+to set against the committed TD3 runs there), in its own ``--out`` folder.
 """
 
 from __future__ import annotations
@@ -106,13 +107,13 @@ def _iqm_line(name: str, x: np.ndarray) -> str:
     return f"| {name} | {len(x)} | {float(stats.iqm(x)):.1f} | {spread} | {', '.join(f'{v:.0f}' for v in x)} |"
 
 
-def td7_vs_td3(out: Path, steps: int = 300_000) -> str:
+def td7_vs_td3(out: Path, steps: int = 300_000, env_id: str = ENV_ID) -> str:
     """``td7_vs_td3.md``: how far each run got; then, at ``steps`` and at the furthest step both algorithms
     reached (the runs that reached it), each algorithm's IQM of run scores (an interval with 5 runs or more, else
     the range), the ratio of the IQMs and the probability of improvement (with its interval at 5 runs or more):
     the statistics of `rlkit_td3.experiments.stats`, rliable's definitions."""
     runs = _runs(out)
-    lines = [f"# TD7 vs TD3 on {ENV_ID}", "", "## How far each run got", ""]
+    lines = [f"# TD7 vs TD3 on {env_id}", "", "## How far each run got", ""]
     lines += ["| algo | seed | steps | last evaluation |", "|---|---|---|---|"]
     for (algo, seed), evals in sorted(runs.items()):
         lines.append(f"| {algo} | {seed} | {evals[-1][0]} | {evals[-1][1]:.1f} |")
@@ -157,6 +158,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--algos", nargs="+", default=["td7", "td3"], choices=["td7", "td3"])
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
+    parser.add_argument("--env", default=ENV_ID, help="another env id (e.g. Walker2DBulletEnv-v0, TD7 alone)")
     parser.add_argument("--steps", type=int, default=300_000)
     parser.add_argument("--eval-every", type=int, default=5_000)
     parser.add_argument("--eval-episodes", type=int, default=10)
@@ -170,10 +172,10 @@ def main() -> None:
         for seed in args.seeds:
             for algo in args.algos:
                 sb3_compare.run_one(
-                    args.out, "rlkit", algo, ENV_ID, seed, args.steps, args.eval_every, args.eval_episodes, True
+                    args.out, "rlkit", algo, args.env, seed, args.steps, args.eval_every, args.eval_episodes, True
                 )
     print(sb3_compare.summarize(args.out))
-    print(td7_vs_td3(args.out, args.steps))
+    print(td7_vs_td3(args.out, args.steps, args.env))
 
 
 if __name__ == "__main__":
