@@ -28,7 +28,7 @@ import numpy as np
 from rlkit_td3.fileio.plain_pickle import _PLAIN_GLOBALS, PLAIN_DATA_PEAK_FACTOR, PLAIN_DATA_PEAK_FLOOR_BYTES
 from rlkit_td3.save_util import load_from_pkl
 
-WALKED_NODES = 100_000  # use_pickle visits at most this many nodes: its own memory stays small
+WALKED_NODES = 10_000  # use_pickle visits at most this many nodes: its own memory (about 1 MiB) stays small
 
 ODD_LEAVES: list[Any] = [
     None,
