@@ -30,13 +30,9 @@ from torch import nn
 from rlkit_td3.fileio.serialization import ModelFileError
 from rlkit_td3.policies.declared_size import declared_n_critics
 from rlkit_td3.policies.networks import DEFAULT_NET_ARCH, _mlp, parse_net_arch
+from rlkit_td3.policies.sale_functions import avg_l1_norm, avg_l1_norm_values, elu
 from rlkit_td3.preprocessing import is_image_space
 from rlkit_td3.utils import global_module_hooks, module_has_hooks
-
-
-def avg_l1_norm(x: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
-    """``x`` divided by the mean of its absolute values over the last dimension (at least ``eps``): AvgL1Norm."""
-    return x / x.abs().mean(dim=-1, keepdim=True).clamp(min=eps)
 
 
 def _flat(obs: torch.Tensor) -> torch.Tensor:
@@ -95,9 +91,9 @@ class _CatLinear(torch.autograd.Function):
 
 def _run(net: nn.Module, x: torch.Tensor, start: int = 0) -> torch.Tensor:
     """``net(x)`` for a ``Linear`` or an ``nn.Sequential`` (from its module ``start`` on), calling the functions
-    ``Linear``, ``ELU``, ``ReLU`` and ``Tanh`` call themselves, without ``nn.Module``'s call dispatch (about a tenth
-    of a TD7 update's time on a CPU goes to the Python around its operations). Any other module, a module with
-    hooks, or any global module hook: the module is called."""
+    ``Linear``, ``ReLU`` and ``Tanh`` call themselves (and `sale_functions.elu` for ``ELU``), without ``nn.Module``'s
+    call dispatch (about a tenth of a TD7 update's time on a CPU goes to the Python around its operations). Any other
+    module, a module with hooks, or any global module hook: the module is called."""
     hooked = global_module_hooks()
     if start == 0 and (hooked or module_has_hooks(net)):
         return net(x)
@@ -112,7 +108,7 @@ def _run(net: nn.Module, x: torch.Tensor, start: int = 0) -> torch.Tensor:
             params = module._parameters
             x = F.linear(x, params["weight"], params["bias"])
         elif kind is nn.ELU:
-            x = F.elu(x, module.alpha, module.inplace)
+            x = elu(x, module.alpha, module.inplace)
         elif kind is nn.ReLU:
             x = F.relu(x, inplace=module.inplace)
         elif kind is nn.Tanh:
@@ -448,8 +444,8 @@ class SALEInferenceActor(nn.Module):
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         """Normalised actions: ``SALEActor.forward(obs, SALEEncoder.zs(obs))``."""
         flat = _flat(obs)
-        zs = avg_l1_norm(self.state_encoder(flat))
-        return self.mu(torch.cat([avg_l1_norm(self.obs_embedding(flat)), zs], dim=1))
+        zs = avg_l1_norm_values(self.state_encoder(flat))
+        return self.mu(torch.cat([avg_l1_norm_values(self.obs_embedding(flat)), zs], dim=1))
 
 
 def sale_state_shapes(
