@@ -480,7 +480,7 @@ TD7_PENDULUM = dict(
 TD7_BUDGET = 7_000
 # Small networks and a short budget (the paper's networks are [256, 256], 25k warm-up steps). TD7 trains its policy
 # at episode ends (policy checkpoints): seed 0's 7,000 steps make 6,000 updates. Measured on an AMD EPYC (Zen 4),
-# seeds 0, 1, 2: -86.7, -89.7, -86.3 at one and at two torch threads (random play about -1,200).
+# seeds 0, 1, 2: -143.8, -108.3, -118.0 at one and at two torch threads (random play about -1,200).
 
 
 def _build_td7(seed: int) -> Any:
@@ -506,7 +506,7 @@ SALE_PENDULUM = dict(
     ),
 )
 # TD3 with the SALE encoders (policy_kwargs representation="sale"), the plain TD3 case's budget and threshold.
-# Measured on an AMD EPYC (Zen 4), seeds 0, 1, 2: -98.5, -92.2, -121.9 at one and at two torch threads.
+# Measured on an AMD EPYC (Zen 4), seeds 0, 1, 2: -91.4, -92.6, -93.2 at one and at two torch threads.
 
 
 def _build_sale(seed: int) -> Any:
