@@ -1,11 +1,12 @@
 """rlkit_td3's TD7 is the authors' TD7: the same update in float64, the same checkpoint schedule.
 
 Update: the reference's networks (sfujim/TD7's ``Agent``, read from ``../shared/reference/td7/`` next to the
-repository) are built, cast to float64 and copied into our `TD7`; both then get the same batches (fed directly: the
-reference's buffer would sample float32 tensors) and the same target-smoothing draws for K updates, covering the
-actor delay and two hard target copies. Every network (encoder, fixed encoders, actor, critic, targets), the value
-clipping bounds and the LAP priorities must agree to 1e-12 relative. Controls (a wrong actor delay, Polyak updates
-instead of hard copies) must fail the same comparison, so it can fail.
+repository) are built, cast to float64 and copied into our `TD7` (once with its default update, whose backward
+passes are written out in `rlkit_td3.td7.fused`, once with autograd's); both then get the same batches (fed
+directly: the reference's buffer would sample float32 tensors) and the same target-smoothing draws for K updates,
+covering the actor delay and two hard target copies. Every network (encoder, fixed encoders, actor, critic,
+targets), the value clipping bounds and the LAP priorities must agree to 1e-12 relative. Controls (a wrong actor
+delay, Polyak updates instead of hard copies) must fail the same comparison, so it can fail.
 
 Checkpoints: for a sequence of episodes (lengths, returns), our schedule makes the same decisions as the reference's
 ``maybe_train_and_checkpoint``: the same checkpoint copies, the same number of updates at the same episodes.
@@ -28,6 +29,7 @@ from torch import nn
 
 from rlkit_td3 import TD7
 from rlkit_td3.buffers import PrioritizedReplayBufferSamples
+from rlkit_td3.td7 import fused
 
 REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "td7"
 OBS_DIM, ACT_DIM, BATCH, K, INTERVAL, STORED = 5, 2, 32, 45, 20, 200
@@ -151,9 +153,11 @@ def _batches(k: int):
         )
 
 
-def _run(ref, k: int = K, **overrides) -> tuple[float, dict]:
-    """K updates of both from the same start; the largest relative difference over every tensor and bound."""
+def _run(ref, k: int = K, fused_steps: bool = True, **overrides) -> tuple[float, dict]:
+    """K updates of both from the same start (ours with `rlkit_td3.td7.fused`'s steps or autograd's); the largest
+    relative difference over every tensor and bound."""
     agent, model = _build(ref, **overrides)
+    model.use_fused_update = fused_steps
     t = torch.as_tensor
     for step, b in enumerate(_batches(k)):
         ref_batch = (
@@ -178,6 +182,7 @@ def _run(ref, k: int = K, **overrides) -> tuple[float, dict]:
             b["rows"],
         )
         model.replay_buffer.sample = lambda batch_size, env=None, batch=ours: batch
+        assert (fused.eligible(model, ours) is not None) == fused_steps  # the path under test is the one taken
         torch.manual_seed(1000 + step)  # the reference's smoothing noise: torch's global generator
         model._smoothing_rng.manual_seed(1000 + step)
         agent.train()
@@ -202,10 +207,11 @@ def _run(ref, k: int = K, **overrides) -> tuple[float, dict]:
     return max(diffs.values()), diffs
 
 
+@pytest.mark.parametrize("fused_steps", [True, False], ids=["fused_steps", "autograd"])
 @pytest.mark.filterwarnings("ignore:Converting a tensor with requires_grad")
-def test_td7_update_equals_the_authors_in_float64():
+def test_td7_update_equals_the_authors_in_float64(fused_steps):
     ref = _reference()
-    worst, diffs = _run(ref)
+    worst, diffs = _run(ref, fused_steps=fused_steps)
     assert worst <= TOLERANCE, sorted(diffs.items(), key=lambda kv: -kv[1])[:5]
     # the run covered what it claims: two hard copies (the targets moved), clipping bounds set
     _, model = _build(ref)
@@ -220,7 +226,7 @@ def test_td7_update_equals_the_authors_in_float64():
 @pytest.mark.filterwarnings("ignore:Converting a tensor with requires_grad")
 def test_the_comparison_flags_a_wrong_delay_or_soft_targets(control):
     ref = _reference()
-    worst, _ = _run(ref, **control)
+    worst, _ = _run(ref, **control)  # through the default (fused) steps
     assert worst > 1e-6
 
 

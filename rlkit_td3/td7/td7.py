@@ -37,6 +37,7 @@ from rlkit_td3.noise import ActionNoise
 from rlkit_td3.off_policy import OffPolicyAlgorithm
 from rlkit_td3.policies import TD3Policy, TD7Policy
 from rlkit_td3.schedules import ScheduleLike
+from rlkit_td3.td7 import fused
 from rlkit_td3.td7.state import CheckpointSchedule, ValueBounds
 from rlkit_td3.update.optim import MOMENT_FLUSH_EVERY, flush_tiny_moments, optimizer_step, zero_grad
 from rlkit_td3.utils import _check_float, _check_int
@@ -267,7 +268,12 @@ class TD7(OffPolicyAlgorithm):
     # ------------------------------------------------------------------ the update
     def _train_step(self, batch: ReplayBufferSamples, update_actor: bool) -> None:  # type: ignore[override]
         """One TD7 update (the authors' ``Agent.train``): encoder, critics (clipped targets, LAP), priorities,
-        the delayed actor, and every ``target_update_interval`` updates the target refresh."""
+        the delayed actor, and every ``target_update_interval`` updates the target refresh. Where
+        `rlkit_td3.td7.fused` applies, the same update with the backward passes written out (`_fused_train_step`)."""
+        nets = fused.eligible(self, batch)
+        if nets is not None:
+            self._fused_train_step(nets, batch, update_actor)
+            return
         policy = self.policy
         obs, actions, next_obs = batch.observations, batch.actions, batch.next_observations
 
@@ -277,29 +283,7 @@ class TD7(OffPolicyAlgorithm):
         encoder_loss.backward()
         optimizer_step(policy.encoder_optimizer)
 
-        with torch.no_grad():
-            target_zs = policy.fixed_encoder_target.zs(next_obs)
-            next_actions = policy.actor_target(next_obs, target_zs)
-            if self.target_policy_noise > 0.0:
-                noise = torch.randn(
-                    next_actions.shape,
-                    generator=self._smoothing_rng,
-                    device=next_actions.device,
-                    dtype=next_actions.dtype,
-                ).mul_(self.target_policy_noise)
-                noise = noise.clamp(-self.target_noise_clip, self.target_noise_clip)
-                next_actions = (next_actions + noise).clamp(-1.0, 1.0)
-            target_zsa = policy.fixed_encoder_target.zsa(target_zs, next_actions)
-            next_q = policy.critic_target(next_obs, next_actions, target_zs, target_zsa).min(dim=0).values
-            bounds = self._value_bounds
-            next_q = next_q.clamp(bounds.low_target, bounds.high_target)  # clipped value targets
-            discount = getattr(batch, "discounts", self.gamma)
-            target_q = batch.rewards + discount * (1.0 - batch.terminated) * next_q
-            low_high = torch.stack([target_q.min(), target_q.max()]).tolist()
-            bounds.observe(low_high[0], low_high[1])
-            zs = policy.fixed_encoder.zs(obs)
-            zsa = policy.fixed_encoder.zsa(zs, actions)
-
+        target_q, zs, zsa = self._targets(batch)
         current_q = policy.critic(obs, actions, zs, zsa)
         if isinstance(batch, PrioritizedReplayBufferSamples):
             critic_loss = self.replay_buffer.critic_loss(batch, current_q, target_q)  # LAP: Huber, new priorities
@@ -328,11 +312,57 @@ class TD7(OffPolicyAlgorithm):
             optimizer_step(policy.actor_optimizer)
             self._actor_loss_sum += actor_loss.detach()
             self._n_actor_losses += 1
+        self._after_update()
 
+    def _fused_train_step(self, nets: Any, batch: ReplayBufferSamples, update_actor: bool) -> None:
+        """`_train_step` with `rlkit_td3.td7.fused`'s steps: the same losses, gradients written out."""
+        policy = self.policy
+        obs = batch.observations
+        with torch.no_grad():
+            fused.encoder_step(nets, policy, obs, batch.actions, batch.next_observations)
+            target_q, zs, zsa = self._targets(batch)
+            self._critic_loss_sum += fused.critic_step(nets, self, batch, zs, zsa, target_q)
+            self._n_critic_losses += 1
+            if update_actor:
+                self._actor_loss_sum += fused.actor_step(nets, policy, obs, zs)
+                self._n_actor_losses += 1
+        self._after_update()
+
+    def _targets(self, batch: ReplayBufferSamples) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The critics' clipped targets (the value bounds observe them) and the fixed encoder's ``z_s``, ``z_sa``
+        of the batch, without gradient."""
+        policy = self.policy
+        obs, actions, next_obs = batch.observations, batch.actions, batch.next_observations
+        with torch.no_grad():
+            target_zs = policy.fixed_encoder_target.zs(next_obs)
+            next_actions = policy.actor_target(next_obs, target_zs)
+            if self.target_policy_noise > 0.0:
+                noise = torch.randn(
+                    next_actions.shape,
+                    generator=self._smoothing_rng,
+                    device=next_actions.device,
+                    dtype=next_actions.dtype,
+                ).mul_(self.target_policy_noise)
+                noise = noise.clamp(-self.target_noise_clip, self.target_noise_clip)
+                next_actions = (next_actions + noise).clamp(-1.0, 1.0)
+            target_zsa = policy.fixed_encoder_target.zsa(target_zs, next_actions)
+            next_q = policy.critic_target(next_obs, next_actions, target_zs, target_zsa).min(dim=0).values
+            bounds = self._value_bounds
+            next_q = next_q.clamp(bounds.low_target, bounds.high_target)  # clipped value targets
+            discount = getattr(batch, "discounts", self.gamma)
+            target_q = batch.rewards + discount * (1.0 - batch.terminated) * next_q
+            low_high = torch.stack([target_q.min(), target_q.max()]).tolist()
+            bounds.observe(low_high[0], low_high[1])
+            zs = policy.fixed_encoder.zs(obs)
+            zsa = policy.fixed_encoder.zsa(zs, actions)
+        return target_q, zs, zsa
+
+    def _after_update(self) -> None:
+        """Every ``target_update_interval`` updates the target refresh; the encoder optimizer's moment flush."""
         if self._n_updates % self.target_update_interval == 0:
             self._refresh_targets()
         if self._n_updates % MOMENT_FLUSH_EVERY == 0:
-            flush_tiny_moments(policy.encoder_optimizer)
+            flush_tiny_moments(self.policy.encoder_optimizer)
 
     def _refresh_targets(self) -> None:
         """Targets ← networks (hard copies with ``tau=1``), fixed encoder target ← fixed encoder ← encoder, value
