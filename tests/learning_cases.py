@@ -61,9 +61,14 @@ TEST_PATH = PATHS["default"]
 
 def effective_path(model: Any) -> str:
     """What a trained model's updates ran through: ``"<products>/<threads>t"``, the products being the fused
-    update's (``reference``, ``onednn``, ``mixed``) or ``autograd`` (fused update off or not eligible)."""
+    update's (``reference``, ``onednn``, ``mixed``), ``td7-fused`` (TD7's written-out steps, `rlkit_td3.td7.fused`)
+    or ``autograd`` (fused update off or not eligible)."""
     fused = model._fused_update[1] if model._fused_update is not None else None
     threads = model._learn_num_threads or model.torch_num_threads
+    td7_fused = getattr(model, "_fused_updates", None)  # TD7's own steps (rlkit_td3.td7.fused)
+    if td7_fused:
+        partly = "" if td7_fused == model._n_updates else f" ({td7_fused} of {model._n_updates} updates)"
+        return f"td7-fused/{threads}t{partly}"
     if fused is None:
         return f"autograd/{threads}t"
     partly = "" if fused.updates == model._n_updates else f" ({fused.updates} of {model._n_updates} updates)"
@@ -475,12 +480,19 @@ TD7_PENDULUM = dict(
     batch_size=64,
     gamma=0.98,
     target_update_interval=100,
+    use_checkpoints=False,
     policy_kwargs=dict(net_arch=[64, 64], embedding_dim=32, encoder_net_arch=[64, 64]),
 )
 TD7_BUDGET = 7_000
-# Small networks and a short budget (the paper's networks are [256, 256], 25k warm-up steps). TD7 trains its policy
-# at episode ends (policy checkpoints): seed 0's 7,000 steps make 6,000 updates. Measured on an AMD EPYC (Zen 4),
-# seeds 0, 1, 2: -143.8, -108.3, -118.0 at one and at two torch threads (random play about -1,200).
+# Small networks and a short budget (the paper's networks are [256, 256], 25k warm-up steps); TD7 still trains at
+# episode ends (train_freq (1, "episode"), one update per step collected): 7,000 steps make 6,000 updates.
+# Without policy checkpoints: Pendulum's episode return depends mostly on its random start and is negative, so a
+# checkpoint judged on one episode (TD7's setting before 750k updates) latches onto a lucky start and is rarely
+# replaced (measured, with checkpoints: seed 7 ends with a checkpoint at -683 whose own actor scores -87.5, its
+# best minimum return -1.7), and the median of three seeds then passes or fails by that luck (9 seeds: 3 failed
+# with the written-out update, 3 with autograd's). The checkpoints' decisions are the authors' (test_td7_equivalence).
+# Without them, 9 seeds: -85.8, -85.4, -85.7, -87.1, -89.4, -784.4, -89.0, -87.5, -88.0 (AMD EPYC, Zen 4, one thread):
+# the case takes the median of five.
 
 
 def _build_td7(seed: int) -> Any:
@@ -489,10 +501,10 @@ def _build_td7(seed: int) -> Any:
 
 def _train_td7(model: Any) -> float:
     model.learn(TD7_BUDGET)
-    return evaluate_policy(model, "Pendulum-v1", n_eval_episodes=10, seed=1000)[0]  # the checkpoint policy
+    return evaluate_policy(model, "Pendulum-v1", n_eval_episodes=10, seed=1000)[0]
 
 
-TD7_PENDULUM_CASE = LearningCase("pendulum_td7", _build_td7, _train_td7, PENDULUM_THRESHOLD)
+TD7_PENDULUM_CASE = LearningCase("pendulum_td7", _build_td7, _train_td7, PENDULUM_THRESHOLD, seeds=(0, 1, 2, 3, 4))
 
 SALE_PENDULUM = dict(
     learning_starts=1_000,

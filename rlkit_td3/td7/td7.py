@@ -205,6 +205,7 @@ class TD7(OffPolicyAlgorithm):
                 raise ValueError(f"use_checkpoints=True needs one env (as the paper), got n_envs={self.n_envs}")
         self.policy.use_checkpoint = self.use_checkpoints
         self._value_bounds = ValueBounds()
+        self._fused_updates = 0  # updates made by `rlkit_td3.td7.fused`'s steps since this model was built or loaded
         self._checkpoints = CheckpointSchedule(self.max_eps_when_checkpointing, self.reset_weight)
 
     def _update_learning_rate(self) -> None:
@@ -318,6 +319,7 @@ class TD7(OffPolicyAlgorithm):
         """`_train_step` with `rlkit_td3.td7.fused`'s steps: the same losses, gradients written out."""
         policy = self.policy
         obs = batch.observations
+        self._fused_updates += 1
         with torch.no_grad():
             fused.encoder_step(nets, policy, obs, batch.actions, batch.next_observations)
             target_q, zs, zsa = self._targets(batch)
