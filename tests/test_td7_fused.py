@@ -84,12 +84,13 @@ def _worst(ours: TD7, theirs: TD7) -> float:
         dict(),  # LAP, ELU: TD7's own
         dict(replay_buffer_class=ReplayBuffer, policy_kwargs={**SMALL, "activation_fn": nn.ReLU}),
         dict(replay_buffer_class=NStepReplayBuffer, replay_buffer_kwargs=dict(n_steps=3)),
+        dict(policy_kwargs={**SMALL, "n_critics": 3}, policy_delay=3),
     ],
-    ids=["lap_elu", "uniform_relu", "nstep"],
+    ids=["lap_elu", "uniform_relu", "nstep", "three_critics_delay_3"],
 )
 def test_float64_equals_autograd(overrides):
     ours, theirs = _train_both(torch.float64, **overrides)
-    assert ours._n_updates == UPDATES and ours._n_actor_losses == UPDATES // 2
+    assert ours._n_updates == UPDATES and ours._n_actor_losses == UPDATES // ours.policy_delay
     assert _worst(ours, theirs) <= 1e-12
 
 
