@@ -72,6 +72,9 @@ class TD7(OffPolicyAlgorithm):
             episodes instead of 1 (750 000).
         reset_weight: the checkpoint's minimum return is multiplied by it at that point (0.9).
 
+    ``model.use_fused_update`` (on by default) makes each update with `rlkit_td3.td7.fused`'s steps, whose backward
+    passes are written out, wherever they apply; off, every update is `_train_step`'s autograd update.
+
     Example:
         ```python
         from rlkit_td3 import TD7
