@@ -200,7 +200,9 @@ def eligible(model: Any, batch: ReplayBufferSamples) -> _Networks | None:
     return nets if nets.complete() else None
 
 
-def encoder_step(nets: _Networks, policy: Any, obs: torch.Tensor, actions: torch.Tensor, next_obs: torch.Tensor):
+def encoder_step(
+    nets: _Networks, policy: Any, obs: torch.Tensor, actions: torch.Tensor, next_obs: torch.Tensor
+) -> torch.Tensor:
     """SALE: ``g(f(s), a)`` learns ``f(s')`` (mean squared error); sets the encoder's gradients and steps its
     optimizer. Returns the loss."""
     next_zs = _avg_l1(_forward(nets.f, _flat(next_obs))[-1])[0]
@@ -215,7 +217,7 @@ def encoder_step(nets: _Networks, policy: Any, obs: torch.Tensor, actions: torch
     return loss
 
 
-def _critic_forward(nets: _Networks, sa: torch.Tensor, zsa: torch.Tensor, zs: torch.Tensor):
+def _critic_forward(nets: _Networks, sa: torch.Tensor, zsa: torch.Tensor, zs: torch.Tensor) -> list[tuple]:
     """Each critic's outputs and AvgL1Norm state: ``Q_i(s, a, z_sa, z_s)`` with what its backward reads."""
     runs = []
     for emb, q in nets.critics:
@@ -231,7 +233,7 @@ def critic_step(
     zs: torch.Tensor,
     zsa: torch.Tensor,
     target_q: torch.Tensor,
-):
+) -> torch.Tensor:
     """The critics' step on ``target_q`` (LAP's Huber loss and new priorities, or the mean squared error): sets the
     critics' gradients and steps their optimizer. Returns the loss."""
     sa = torch.cat([_flat(batch.observations), batch.actions], dim=1)
@@ -253,7 +255,7 @@ def critic_step(
     return loss
 
 
-def actor_step(nets: _Networks, policy: Any, obs: torch.Tensor, zs: torch.Tensor):
+def actor_step(nets: _Networks, policy: Any, obs: torch.Tensor, zs: torch.Tensor) -> torch.Tensor:
     """The actor ascends the mean of every critic's ``Q(s, pi(s))`` (the critics' and the fixed encoder's weights
     are constants): sets the actor's gradients and steps its optimizer. Returns the loss."""
     flat = _flat(obs)
