@@ -25,18 +25,34 @@ class _AvgL1Norm(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x: torch.Tensor, eps: float) -> torch.Tensor:  # type: ignore[override]
-        mean = x.abs().mean(dim=-1, keepdim=True)
-        scale = mean.clamp(min=eps)
-        out = x / scale
-        ctx.save_for_backward(out, scale, mean >= eps)
+        out, scale, through = avg_l1_norm_saving(x, eps)
+        ctx.save_for_backward(out, scale, through)
         return out
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor, None]:  # type: ignore[override]
-        out, scale, through = ctx.saved_tensors
-        dot = (grad * out).mean(dim=-1, keepdim=True).mul_(through)
-        return torch.addcmul(grad, out.sign(), dot, value=-1.0).div_(scale), None
+        return avg_l1_norm_backward(grad, *ctx.saved_tensors), None
+
+
+def avg_l1_norm_saving(x: torch.Tensor, eps: float = 1e-8) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """AvgL1Norm's output and what its backward reads: the divisor and where the mean is at least ``eps``."""
+    mean = x.abs().mean(dim=-1, keepdim=True)
+    scale = mean.clamp(min=eps)
+    return x / scale, scale, mean >= eps
+
+
+def avg_l1_norm_backward(
+    grad: torch.Tensor, out: torch.Tensor, scale: torch.Tensor, through: torch.Tensor
+) -> torch.Tensor:
+    """The input gradient of AvgL1Norm from `avg_l1_norm_saving`'s results: ``(g - sign(x) mean(g y)) / m``."""
+    dot = (grad * out).mean(dim=-1, keepdim=True).mul_(through)
+    return torch.addcmul(grad, out.sign(), dot, value=-1.0).div_(scale)
+
+
+def elu_backward(grad: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    """ELU's (``alpha`` 1) input gradient from its output: ``grad * (min(out, 0) + 1)``."""
+    return out.clamp(max=0.0).add_(1.0).mul_(grad)
 
 
 def avg_l1_norm_values(x: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
@@ -74,7 +90,7 @@ class _ELU(torch.autograd.Function):
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
         (out,) = ctx.saved_tensors
-        return out.clamp(max=0.0).add_(1.0).mul_(grad)
+        return elu_backward(grad, out)
 
 
 def elu(x: torch.Tensor, alpha: float = 1.0, inplace: bool = False) -> torch.Tensor:

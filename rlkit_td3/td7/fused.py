@@ -36,7 +36,7 @@ from rlkit_td3.buffers import (
     ReplayBufferSamples,
 )
 from rlkit_td3.policies.sale import SALEActor, SALECritic, SALEEncoder
-from rlkit_td3.policies.sale_functions import elu
+from rlkit_td3.policies.sale_functions import avg_l1_norm_backward, avg_l1_norm_saving, elu, elu_backward
 from rlkit_td3.update.optim import optimizer_step
 from rlkit_td3.utils import global_module_hooks, module_has_hooks
 
@@ -100,7 +100,7 @@ def _backward(
         linear, act = layers[i]
         out = outputs[i + 1]
         if act == "elu":
-            grad = out.clamp(max=0.0).add_(1.0).mul_(grad)
+            grad = elu_backward(grad, out)
         elif act == "relu":
             grad = _relu_backward(grad, out, 0)
         elif act == "tanh":
@@ -116,15 +116,10 @@ def _backward(
 
 
 def _avg_l1(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """AvgL1Norm's output and what its backward reads: the divisor and where the mean is above the floor."""
-    mean = x.abs().mean(dim=-1, keepdim=True)
-    scale = mean.clamp(min=_EPS)
-    return x / scale, scale, mean >= _EPS
+    return avg_l1_norm_saving(x, _EPS)
 
 
-def _avg_l1_backward(grad: torch.Tensor, out: torch.Tensor, scale: torch.Tensor, through: torch.Tensor) -> torch.Tensor:
-    dot = (grad * out).mean(dim=-1, keepdim=True).mul_(through)
-    return torch.addcmul(grad, out.sign(), dot, value=-1.0).div_(scale)
+_avg_l1_backward = avg_l1_norm_backward
 
 
 def _flat(obs: torch.Tensor) -> torch.Tensor:
