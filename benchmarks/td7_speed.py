@@ -26,13 +26,11 @@ import sys
 import time
 from pathlib import Path
 
-os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")  # both on the CPU (the reference picks CUDA when it sees one)
+import gymnasium as gym
+import numpy as np
+import torch
 
-import gymnasium as gym  # noqa: E402
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-
-from rlkit_td3 import TD7  # noqa: E402
+from rlkit_td3 import TD7
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -111,6 +109,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--reference", type=Path, default=ROOT.parent / "shared" / "reference" / "td7")
     args = parser.parse_args()
+    # both on the CPU: the reference picks CUDA when it sees one (read at CUDA's first use, which is later)
+    os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
     torch.set_num_threads(1)
     ref = load_reference(args.reference)
     runs = {"rlkit_td3": OurRun(args.env, args.seed, args.warmup), "reference": ReferenceRun(ref, args.env, args.seed,
