@@ -1,13 +1,16 @@
 """The elementwise functions of the SALE networks, AvgL1Norm and ELU, with hand-written gradients.
 
-``elu`` is ``torch.nn.functional.elu`` (``alpha`` 1) computed as ``max(x, expm1(min(x, 0)))``, with NumPy's
-``expm1`` for CPU tensors: torch 2.13's CPU kernel takes about 100 us for a 256 x 256 float32 batch on the machines
-measured (AMD EPYC, Zen 4, one thread), NumPy's vectorised ``expm1`` about 25 us, and a TD7 update on HalfCheetah
-computes 25 such ELUs (``benchmarks/td7_speed.py`` measures the whole update against the authors' code). Its values
-differ from torch's by a few units in the last place (measured on Zen 4: NumPy's float32 ``expm1`` within 2.2 of the
-exact value, torch's within 0.6; in float64 the two within one of each other). Its gradient is read from the output
-(``1`` where ``x > 0``, ``elu(x) + 1 = exp(x)`` elsewhere), as torch's in-place ELU reads it. An exported actor
-(TorchScript) computes with torch's own ELU.
+``elu`` is ``torch.nn.functional.elu`` (``alpha`` 1) computed as ``max(x, expm1(min(x, 0)))`` with NumPy's
+``expm1`` for CPU tensors, on CPUs where NumPy runs a vectorised ``expm1`` loop (its SVML loop, built for AVX-512:
+`numpy_expm1_vectorised` asks NumPy's ``opt_func_info``); elsewhere with torch's own ELU. On AMD EPYC Zen 4 (one
+thread) torch 2.13's CPU kernel takes about 100 us for a 256 x 256 float32 batch and NumPy's vectorised ``expm1``
+about 25 us; on Zen 3 (AVX2 only) NumPy's ``expm1`` is its scalar loop, about 940 us against torch's 170, and a TD7
+update on HalfCheetah computes 25 such ELUs (``benchmarks/td7_speed.py`` measures the whole update against the
+authors' code). The choice depends on the machine and the dtype only, never on a timing. NumPy's values differ from
+torch's by a few units in the last place (measured on Zen 4: NumPy's float32 ``expm1`` within 2.2 of the exact
+value, torch's within 0.6; in float64 the two within one of each other). The gradient is read from the output
+(``1`` where ``x > 0``, ``elu(x) + 1 = exp(x)`` elsewhere), as torch's in-place ELU reads it, on either path. An
+exported actor (TorchScript) computes with torch's own ELU.
 """
 
 from __future__ import annotations
@@ -68,7 +71,35 @@ def avg_l1_norm(x: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
     return avg_l1_norm_values(x, eps)
 
 
+def numpy_expm1_vectorised(dtype: torch.dtype) -> bool:
+    """Whether NumPy computes ``expm1`` at ``dtype`` (float32 or float64) with a vectorised loop on this CPU, as
+    NumPy's own dispatch reports it (``numpy.lib.introspect.opt_func_info``, NumPy 2.0 on: a target other than the
+    baseline); ``False`` for another dtype or an older NumPy, whose dispatch cannot be asked."""
+    return _EXPM1_VECTORISED.get(dtype, False)
+
+
+def _expm1_dispatch() -> dict[torch.dtype, bool]:
+    try:
+        from numpy.lib.introspect import opt_func_info
+    except ImportError:  # NumPy < 2.0
+        return {}
+    loops = opt_func_info(func_name="^expm1$").get("expm1", {})
+    return {
+        dtype: not str(loops.get(code, {}).get("current", "baseline")).startswith("baseline")
+        for dtype, code in ((torch.float32, "ff"), (torch.float64, "dd"))
+    }
+
+
+_EXPM1_VECTORISED = _expm1_dispatch()
+
+
 def _elu_values(x: torch.Tensor) -> torch.Tensor:
+    if not numpy_expm1_vectorised(x.dtype):
+        return F.elu(x)
+    return _numpy_elu(x)
+
+
+def _numpy_elu(x: torch.Tensor) -> torch.Tensor:
     # expm1(x) >= x for x <= 0, and expm1(min(x, 0)) = 0 < x for x > 0: the maximum picks each branch of the ELU
     # (NaN stays NaN, -inf gives -1)
     out = x.clamp(max=0.0)
@@ -95,8 +126,9 @@ class _ELU(torch.autograd.Function):
 
 def elu(x: torch.Tensor, alpha: float = 1.0, inplace: bool = False) -> torch.Tensor:
     """``torch.nn.functional.elu(x, alpha, inplace)``; for a contiguous float32 or float64 CPU tensor with ``alpha``
-    1, not in place, computed with NumPy's ``expm1`` (the module's docstring says why), to within a few units in the
-    last place of torch's values."""
+    1, not in place, computed with NumPy's ``expm1`` where NumPy vectorises it (`numpy_expm1_vectorised`; the
+    module's docstring says why), to within a few units in the last place of torch's values, and with its gradient
+    read from the output."""
     if (
         alpha != 1.0
         or inplace
