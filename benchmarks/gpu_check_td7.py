@@ -40,11 +40,11 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 import torch
-from gymnasium import spaces
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from sbx_compare import make_shape_env  # noqa: E402
 from td7_speed import load_reference  # noqa: E402
 
 OBS_DIM, ACT_DIM, BATCH, FILLED = 17, 6, 256, 50_000  # HalfCheetah-v4's spaces, the paper's batch
@@ -174,23 +174,12 @@ def resume_check(rows: list[str], device: str) -> None:
     )
 
 
-class ShapeEnv(gym.Env):
-    """HalfCheetah-v4's spaces and random steps: the update timings read only the spaces."""
-
-    observation_space = spaces.Box(-np.inf, np.inf, (OBS_DIM,), np.float32)
-    action_space = spaces.Box(-1.0, 1.0, (ACT_DIM,), np.float32)
-
-    def reset(self, *, seed=None, options=None):
-        return self.observation_space.sample(), {}
-
-    def step(self, action):
-        return self.observation_space.sample(), 0.0, False, False, {}
-
-
 def _ours(device: str):
     from rlkit_td3 import TD7
 
-    model = TD7("MlpPolicy", ShapeEnv(), learning_starts=0, use_checkpoints=False, seed=0, device=device)
+    model = TD7(
+        "MlpPolicy", make_shape_env(OBS_DIM, ACT_DIM), learning_starts=0, use_checkpoints=False, seed=0, device=device
+    )
     rng = np.random.default_rng(0)
     obs = rng.standard_normal((FILLED + 1, OBS_DIM), dtype=np.float32)
     actions = rng.uniform(-1, 1, (FILLED, ACT_DIM)).astype(np.float32)

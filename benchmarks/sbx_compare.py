@@ -107,16 +107,16 @@ def _sync(lib: str, model) -> None:
         jax.block_until_ready(model.policy.actor_state.params)
 
 
-def make_shape_env():
-    """A gymnasium env with HalfCheetahBulletEnv-v0's spaces (obs 26, act 6) and random steps: the update timings
-    only read its spaces."""
+def make_shape_env(obs_dim: int = OBS_DIM, act_dim: int = ACT_DIM):
+    """A gymnasium env with float32 Box spaces of ``obs_dim`` and ``act_dim`` (by default HalfCheetahBulletEnv-v0's:
+    obs 26, act 6) and random steps: the update timings only read its spaces."""
     import gymnasium as gym
     import numpy as np
     from gymnasium import spaces
 
     class ShapeEnv(gym.Env):
-        observation_space = spaces.Box(-np.inf, np.inf, (OBS_DIM,), np.float32)
-        action_space = spaces.Box(-1.0, 1.0, (ACT_DIM,), np.float32)
+        observation_space = spaces.Box(-np.inf, np.inf, (obs_dim,), np.float32)
+        action_space = spaces.Box(-1.0, 1.0, (act_dim,), np.float32)
 
         def reset(self, *, seed=None, options=None):
             return self.observation_space.sample(), {}
