@@ -47,6 +47,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from sbx_compare import make_shape_env  # noqa: E402
 from td7_speed import load_reference  # noqa: E402
 
+from tests.test_td7_resume import SMALL  # noqa: E402  (its settings: policies held over several episodes)
+
 OBS_DIM, ACT_DIM, BATCH, FILLED = 17, 6, 256, 50_000  # HalfCheetah-v4's spaces, the paper's batch
 
 
@@ -75,18 +77,6 @@ def learning_check(rows: list[str], device: str) -> None:
         f"median {median:.1f} (threshold {case.threshold}: {verdict}), {took:.1f} s in all"
     )
     rows.extend(f"  update path on {p}" for p in sorted(paths))
-
-
-SMALL = dict(  # tests/test_td7_resume.py's settings: policies held over several episodes from 300 updates on
-    learning_starts=200,
-    buffer_size=5_000,
-    batch_size=32,
-    target_update_interval=50,
-    steps_before_checkpointing=300,
-    max_eps_when_checkpointing=3,
-    policy_kwargs=dict(net_arch=[32, 32], embedding_dim=16, encoder_net_arch=[32, 32]),
-    seed=3,
-)
 
 
 def save_load_check(rows: list[str], device: str) -> None:
